@@ -1,0 +1,23 @@
+# Helpers shared by every component's CMakeLists.
+
+# squeeze_isa_sources(<isa> <files...>): compile these translation units for one ISA.
+# ISA variants live in their own files (STYLE.md §8); the dispatcher picks one at
+# start-up from CPU feature detection, so the rest of the build stays baseline x86-64.
+function(squeeze_isa_sources isa)
+  if(isa STREQUAL "avx2")
+    set(flags "-mavx2;-mfma;-mf16c;-mbmi2")
+  elseif(isa STREQUAL "avx512")
+    set(flags "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mfma;-mf16c;-mbmi2")
+  else()
+    message(FATAL_ERROR "unknown ISA ${isa}")
+  endif()
+  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${flags}")
+endfunction()
+
+# squeeze_test(<name> <sources...> LIBS <libs...>): one GoogleTest executable, tests discovered by CTest.
+function(squeeze_test name)
+  cmake_parse_arguments(T "" "" "LIBS" ${ARGN})
+  add_executable(${name} ${T_UNPARSED_ARGUMENTS})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+endfunction()

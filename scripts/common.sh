@@ -1,0 +1,67 @@
+# scripts/common.sh — set-up steps shared by scripts/test and scripts/demo (sourced, not run).
+# Idempotent: installs only what is missing, reconfigures only when needed.
+
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+# Debian packages the build and tests need.
+SQUEEZE_APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev
+  libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev
+  python3 python3-venv
+)
+
+log() { printf '\033[1m[squeeze]\033[0m %s\n' "$*" >&2; }
+
+ensure_apt_packages() {
+  local missing=()
+  for p in "${SQUEEZE_APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then return 0; fi
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Python for the independent checks (numpy references, the gguf package reading our
+# files, the openai client): a project-local virtual environment.
+SQUEEZE_PY_PACKAGES=(numpy gguf pytest)
+VENV="$ROOT/.venv"
+ensure_python_env() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating $VENV"
+    # Debian's python3 (not a pyenv shim) so the venv works on any fresh machine.
+    local py=/usr/bin/python3
+    [ -x "$py" ] || py="$(command -v python3)"
+    "$py" -m venv "$VENV"
+  fi
+  local need=()
+  for p in "${SQUEEZE_PY_PACKAGES[@]}"; do
+    "$VENV/bin/python" -c "import $p" 2>/dev/null || need+=("$p")
+  done
+  if [ "${#need[@]}" -gt 0 ]; then
+    log "installing Python packages: ${need[*]}"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "${need[@]}"
+  fi
+}
+
+# configure_and_build <build-dir> <build-type> [extra cmake args...]
+configure_and_build() {
+  local dir="$1" type="$2"
+  shift 2
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
+  fi
+  log "building $type in $dir"
+  cmake --build "$dir" -j "$(nproc)"
+}
+
+BUILD_RELEASE="$ROOT/build/release"
+BUILD_SANITIZE="$ROOT/build/sanitize"

@@ -1,0 +1,54 @@
+// kernels/cpu/parallel.cpp
+#include "kernels/cpu/parallel.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/ops.h"
+
+extern "C" {
+// OpenBLAS extensions (declared here: not every cblas.h has them).
+void openblas_set_num_threads(int num_threads);
+char* openblas_get_config(void);
+}
+
+namespace squeeze::kernels::cpu {
+
+void gemv(ThreadPool& pool, const float* A, int64_t lda, const float* x, float* y, int64_t rows, int64_t cols) {
+  const auto kernel = ops().gemv;
+  // Chunks of 16 rows keep each thread streaming long contiguous stretches of A.
+  pool.parallel_for(0, rows, [&](int64_t r0, int64_t r1) { kernel(A + r0 * lda, lda, x, y + r0, r1 - r0, cols); },
+                    {ThreadPool::Schedule::Static, 16});
+}
+
+void gemm_nt(ThreadPool& pool, const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
+             int64_t M, int64_t N, int64_t K, GemmBackend backend) {
+  if (M <= 0 || N <= 0) return;
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  if (backend == GemmBackend::Blas || (backend == GemmBackend::Auto && flops >= kBlasMinFlops && M > 1)) {
+    static const bool configured = [&] {
+      openblas_set_num_threads(pool.size());
+      return true;
+    }();
+    (void)configured;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N),
+                static_cast<int>(K), 1.0f, A, static_cast<int>(lda), B, static_cast<int>(ldb), 0.0f, C,
+                static_cast<int>(ldc));
+    return;
+  }
+  const auto kernel = ops().gemm_nt;
+  if (M >= N) {
+    pool.parallel_for(0, M, [&](int64_t m0, int64_t m1) {
+      kernel(A + m0 * lda, lda, B, ldb, C + m0 * ldc, ldc, m1 - m0, N, K);
+    }, {ThreadPool::Schedule::Static, 4});
+  } else {
+    pool.parallel_for(0, N, [&](int64_t n0, int64_t n1) {
+      kernel(A, lda, B + n0 * ldb, ldb, C + n0, ldc, M, n1 - n0, K);
+    }, {ThreadPool::Schedule::Static, 4});
+  }
+}
+
+const char* blas_name() { return openblas_get_config(); }
+
+}  // namespace squeeze::kernels::cpu
