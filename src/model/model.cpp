@@ -1,0 +1,2 @@
+// model/model.cpp — see model.h.
+#include "model/model.h"
