@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""bench/report.py — turn Google Benchmark JSON files into the markdown tables of
+docs/benchmarks.md, relating every throughput to the ceilings bench_machine measured
+in the same invocation (so the fractions survive this shared machine's noise).
+
+usage: report.py machine.json kernels.json thread_pool.json [more.json ...] > table.md
+"""
+import json
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)["benchmarks"]
+
+
+def by_name(rows):
+    return {r["name"]: r for r in rows if r.get("run_type", "iteration") == "iteration"}
+
+
+def gb(x):
+    return x / 1e9
+
+
+def main(paths):
+    machine = by_name(load(paths[0]))
+    ceil = {
+        "read1": machine["BM_read_bandwidth/1/real_time"]["bytes_per_second"],
+        "read2": machine["BM_read_bandwidth/2/real_time"]["bytes_per_second"],
+        "triad1": machine["BM_triad_bandwidth/1/real_time"]["bytes_per_second"],
+        "triad2": machine["BM_triad_bandwidth/2/real_time"]["bytes_per_second"],
+        "copy2": machine["BM_copy_bandwidth/2/real_time"]["bytes_per_second"],
+        "fma1": machine["BM_fma_peak/1/real_time"]["flops"],
+        "fma2": machine["BM_fma_peak/2/real_time"]["flops"],
+    }
+    out = []
+    out.append("### Machine ceilings (bench_machine)\n")
+    out.append("| ceiling | 1 thread | 2 threads |\n|---|---|---|")
+    out.append(f"| read bandwidth (sum over 256 MiB) | {gb(ceil['read1']):.1f} GB/s | {gb(ceil['read2']):.1f} GB/s |")
+    out.append(f"| STREAM triad | {gb(ceil['triad1']):.1f} GB/s | {gb(ceil['triad2']):.1f} GB/s |")
+    out.append(f"| copy | | {gb(ceil['copy2']):.1f} GB/s |")
+    out.append(f"| peak f32 FMA | {gb(ceil['fma1']):.1f} GFLOP/s | {gb(ceil['fma2']):.1f} GFLOP/s |\n")
+
+    for path in paths[1:]:
+        rows = by_name(load(path))
+        kernel_rows = [r for n, r in rows.items() if "/isa:" in n]
+        if kernel_rows:
+            out.append("### f32 kernels, one thread (bench_kernels)\n")
+            out.append("In-cache rows (n = 4096) are compared with the FMA peak where the kernel does "
+                       "arithmetic, large rows (n = 16 Mi, 64 MiB per operand) with the 1-thread read "
+                       "bandwidth.\n")
+            out.append("| kernel | n | scalar | AVX2 | AVX2 / scalar | AVX2 vs ceiling |\n|---|---|---|---|---|---|")
+            names = sorted({n.split("/")[0] for n in rows if "/isa:" in n}, key=lambda s: list(rows).index(next(k for k in rows if k.startswith(s + "/"))))
+            for kname in names:
+                for n in ("4096", "16777216"):
+                    s = rows.get(f"{kname}/isa:0/n:{n}")
+                    a = rows.get(f"{kname}/isa:1/n:{n}")
+                    if not s or not a:
+                        continue
+                    bs, ba = s["bytes_per_second"], a["bytes_per_second"]
+                    if n == "4096" and "flops" in a:
+                        vs = f"{100 * a['flops'] / ceil['fma1']:.0f}% of FMA peak ({gb(a['flops']):.1f} GFLOP/s)"
+                    else:
+                        vs = f"{100 * ba / ceil['read1']:.0f}% of bandwidth"
+                    out.append(f"| {kname[3:]} | {n} | {gb(bs):.2f} GB/s | {gb(ba):.2f} GB/s | {ba / bs:.1f}x | {vs} |")
+            out.append("")
+        gemv = [r for n, r in rows.items() if n.startswith("BM_gemv_f32_rotating")]
+        if gemv:
+            out.append("### f32 GEMV 4096x4096, rotating over 4 matrices (256 MiB)\n")
+            out.append("| threads | time | GB/s | % of read bandwidth (same thread count) |\n|---|---|---|---|")
+            for r in gemv:
+                t = r["name"].split("/")[1]
+                bw = ceil["read1"] if t == "1" else ceil["read2"]
+                out.append(f"| {t} | {r['real_time']:.2f} ms | {gb(r['bytes_per_second']):.1f} | {100 * r['bytes_per_second'] / bw:.0f}% |")
+            out.append("")
+        gemm = [r for n, r in rows.items() if n.startswith("BM_gemm_f32")]
+        if gemm:
+            out.append("### f32 GEMM C[M,4096] = A[M,4096] W[4096,4096]^T, 2 threads\n")
+            out.append("| backend | M | GFLOP/s | % of 2-thread FMA peak |\n|---|---|---|---|")
+            for r in gemm:
+                parts = dict(p.split(":") for p in r["name"].split("/")[1:3])
+                backend = {"1": "own 4x4 tile", "2": "OpenBLAS"}[parts["backend"]]
+                out.append(f"| {backend} | {parts['M']} | {gb(r['flops']):.1f} | {100 * r['flops'] / ceil['fma2']:.0f}% |")
+            out.append("")
+        pool = [r for n, r in rows.items() if n.startswith("BM_empty") or n.startswith("BM_barrier") or n.startswith("BM_spawn")]
+        if pool:
+            out.append("### Thread pool dispatch (2 threads)\n")
+            out.append("| operation | time per call |\n|---|---|")
+            for r in pool:
+                out.append(f"| {r['name'].split('/')[0][3:]} | {r['real_time']:.2f} {r['time_unit']} |")
+            out.append("")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
