@@ -56,7 +56,8 @@ Value read_array(ByteCursor& c, int depth) {
     try {
       a.items.push_back(read_value(c, *elem, depth + 1));
     } catch (const Error& e) {
-      if (*elem == ValueType::Array || *elem == ValueType::String || *elem == ValueType::Bool)
+      // Nested arrays report only the innermost problem (no chain of 'array item 0: ...').
+      if (*elem == ValueType::String || *elem == ValueType::Bool)
         throw e.with_context("array item " + std::to_string(i));
       throw;
     }

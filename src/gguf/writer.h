@@ -29,9 +29,9 @@ namespace squeeze::gguf {
 struct WriterOptions {
   // Tensor data alignment (a power of two). Unset: the metadata's general.alignment if
   // present, else 32. When set to a non-default value it is written as general.alignment.
-  std::optional<uint32_t> alignment;
+  std::optional<uint32_t> alignment = std::nullopt;
   // Files this output is derived from; the writer refuses to replace any of them.
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs = {};
 };
 
 struct TensorSpec {
