@@ -17,20 +17,21 @@ namespace {
 
 using namespace avx2;
 
-// The 8 scales (low 128 bits) and 8 mins (high) of a block as i16. Unpacks the 6-bit
-// layout four bytes at a time (see k_scale_min in blocks.h for the per-byte form).
-inline __m256i scales_mins(const uint8_t* s) {
-  uint32_t w[3];
-  std::memcpy(w, s, 12);
-  const uint32_t sc_lo = w[0] & 0x3f3f3f3f, mn_lo = w[1] & 0x3f3f3f3f;
-  const uint32_t sc_hi = (w[2] & 0x0f0f0f0f) | ((w[0] >> 2) & 0x30303030);
-  const uint32_t mn_hi = ((w[2] >> 4) & 0x0f0f0f0f) | ((w[1] >> 2) & 0x30303030);
-  const __m128i packed = _mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), static_cast<int>(mn_lo),
-                                        static_cast<int>(mn_hi));
-  return _mm256_cvtepu8_epi16(packed);
+// The 8 scales and 8 mins of a block as bytes [sc0..sc7, m0..m7]. Unpacks the 6-bit
+// layout (k_scale_min in blocks.h) four bytes per 32-bit lane: with w0..w2 the three
+// words of `scales`, sc0-3 = w0 & 0x3f.., m0-3 = w1 & 0x3f.., sc4-7 = (w2 & 0x0f..) |
+// ((w0 >> 2) & 0x30..), m4-7 = ((w2 >> 4) & 0x0f..) | ((w1 >> 2) & 0x30..).
+// Reads 16 bytes (the 4 past `scales` are the block's own qs).
+inline __m128i scales_mins(const uint8_t* s) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+  const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f));                       // [sc_lo, mn_lo, .]
+  const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xAA), _mm_setr_epi32(0, 4, 0, 0));
+  const __m128i hi = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)),
+                                  _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));  // [sc_hi, mn_hi, .]
+  return _mm_unpacklo_epi32(lo, hi);  // [sc_lo, sc_hi, mn_lo, mn_hi]
 }
 
-// Broadcast i16 scale j (from a 128-bit lane of 8 scales repeated in both lanes).
+// Broadcast i16 scale j from a vector holding the 8 scales as i16 in both 128-bit lanes.
 inline __m256i scale_of(__m256i sc, int j) {
   return _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8))));
 }
@@ -41,11 +42,11 @@ void dot_rows(int64_t n, const void* w, const void* a, int64_t stride, float* ou
   const auto* x = static_cast<const Block*>(w);
   const BlockQ8_K* y[NT];
   __m256 acc[NT];
-  __m128 acc_m[NT];
+  __m256 acc_m[NT];
   for (int t = 0; t < NT; ++t) {
     y[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const char*>(a) + t * stride);
     acc[t] = _mm256_setzero_ps();
-    acc_m[t] = _mm_setzero_ps();
+    acc_m[t] = _mm256_setzero_ps();
   }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const int64_t nb = n / kQK_K;
@@ -53,20 +54,20 @@ void dot_rows(int64_t n, const void* w, const void* a, int64_t stride, float* ou
     _mm_prefetch(reinterpret_cast<const char*>(x + i) + 2 * sizeof(Block), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(x + i) + 2 * sizeof(Block) + 64, _MM_HINT_T0);
     const float d = half(x[i].d), dmin = half(x[i].dmin);
-    const __m256i sm = scales_mins(x[i].scales);
-    const __m128i mins = _mm256_extracti128_si256(sm, 1);
-    const __m256i sc = _mm256_permute2x128_si256(sm, sm, 0x00);  // scales in both lanes
+    const __m128i sm = scales_mins(x[i].scales);
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // scales in both lanes
+    // Each min twice, as i16, to pair with the 16 bsums: madd gives m_j·(b_2j + b_2j+1).
+    const __m256i mins = _mm256_cvtepu8_epi16(
+        _mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
     __m256i hbits;
     if constexpr (Q5) hbits = load(x[i].qh);
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) {
       sumi[t] = _mm256_setzero_si256();
-      // Min term: m_j · (bsum[2j] + bsum[2j+1]).
-      const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y[t][i].bsums));
-      const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y[t][i].bsums + 8));
-      const __m128i pm = _mm_madd_epi16(mins, _mm_hadd_epi16(b0, b1));
-      acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * y[t][i].d), _mm_cvtepi32_ps(pm), acc_m[t]);
+      const __m256i pm = _mm256_madd_epi16(mins, load(y[t][i].bsums));
+      acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y[t][i].d), _mm256_cvtepi32_ps(pm), acc_m[t]);
     }
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i q = load(x[i].qs + 32 * c);
       __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
