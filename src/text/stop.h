@@ -3,7 +3,8 @@
 // Stop strings are matched on the decoded text, across token boundaries. While
 // streaming, a tail of the text that could still become a stop string is held back (and
 // so is an incomplete UTF-8 sequence at the very end), so a stop string is never
-// partly printed; the text before a stop string is emitted, the stop string is not.
+// partly printed. Generation ends with the first token whose text completes a stop
+// string; the text before the earliest stop string is emitted, the stop string is not.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,8 @@ enum class StopReason { none, eos, stop_string, max_tokens };
 const char* stop_reason_name(StopReason r);
 
 struct StopParams {
-  std::vector<int32_t> eos_ids;           // end-of-generation tokens (their text is not emitted)
-  std::vector<std::string> stop_strings;  // non-empty
+  std::vector<int32_t> eos_ids = {};         // end-of-generation tokens (their text is not emitted)
+  std::vector<std::string> stop_strings = {};  // non-empty
   int64_t max_tokens = -1;                // tokens to generate at most; -1: no limit
 };
 
