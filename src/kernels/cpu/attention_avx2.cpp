@@ -14,6 +14,9 @@
 #include "kernels/cpu/attention_kernel.h"
 #include "kernels/cpu/avx2_math.h"
 
+// The small fixed-count loops below must unroll so their accumulators live in registers
+// (GCC at -O2 keeps them in memory otherwise: 3x slower).
+
 namespace squeeze::kernels::cpu::attn {
 namespace {
 
@@ -21,23 +24,46 @@ namespace {
 constexpr int64_t kTile = 32;
 
 // Keys [k0, k0 + n) of one KV head's K (or V) as f32 rows [n][D], walking the cache's
-// contiguous runs (a ring wraps, global blocks end).
-void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool values, float* dst) {
+// contiguous runs (a ring wraps, global blocks end). While converting, prefetches the same
+// rows `ahead` positions later (keys below `limit`), so that decode, which streams K and V
+// from DRAM once, keeps enough misses in flight.
+void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool values, float* dst, int64_t ahead,
+               int64_t limit) {
   const int64_t D = kv.head_dim;
+  const size_t elem = kv_type_size(kv.type);
+  const std::byte* pf = nullptr;
+  size_t pf_bytes = 0;
+  if (k0 + ahead < limit) {
+    const KvLayerView::Run next = kv.run(head, k0 + ahead, std::min(n, limit - k0 - ahead));
+    pf = values ? next.v : next.k;
+    pf_bytes = static_cast<size_t>(next.len * D) * elem;
+  }
+  size_t pf_done = 0;
   for (int64_t done = 0; done < n;) {
     const KvLayerView::Run run = kv.run(head, k0 + done, n - done);
     const std::byte* src = values ? run.v : run.k;
     const int64_t count = run.len * D;
     if (kv.type == KvType::F32) {
+      for (size_t off = 0; off < static_cast<size_t>(count) * 4 && pf_done < pf_bytes; off += 64, pf_done += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T0);
       std::memcpy(dst, src, static_cast<size_t>(count) * 4);
     } else {
       const auto* h = reinterpret_cast<const __m128i*>(src);
-      for (int64_t i = 0; i < count; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(h + i / 8)));
+      for (int64_t i = 0; i < count; i += 8) {
+        if ((i & 31) == 0 && pf_done < pf_bytes) {  // one 64-byte line per 32 halves read
+          _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T0);
+          pf_done += 64;
+        }
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(h + i / 8)));
+      }
     }
     dst += count;
     done += run.len;
   }
 }
+
+// Prefetch distance in keys: two tiles (16 KiB of K and 16 KiB of V per head at D = 128).
+constexpr int64_t kPrefetchKeys = 2 * kTile;
 
 // Eight horizontal sums in one vector: lane i = sum of the lanes of a_i.
 inline __m256 hsum8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6, __m256 a7) {
@@ -49,9 +75,11 @@ inline __m256 hsum8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m25
 // s[j] = q · k_j for 8 keys (rows of k at stride D).
 inline void scores_1x8(const float* q, const float* k, int64_t D, float* s) {
   __m256 a[8];
+  #pragma GCC unroll 8
   for (auto& x : a) x = _mm256_setzero_ps();
   for (int64_t d = 0; d < D; d += 8) {
     const __m256 qv = _mm256_loadu_ps(q + d);
+    #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * D + d), a[j]);
   }
   _mm256_storeu_ps(s, hsum8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
@@ -60,9 +88,11 @@ inline void scores_1x8(const float* q, const float* k, int64_t D, float* s) {
 // Two rows × 4 keys: each K load feeds two FMAs.
 inline void scores_2x4(const float* q0, const float* q1, const float* k, int64_t D, float* s0, float* s1) {
   __m256 a[8];
+  #pragma GCC unroll 8
   for (auto& x : a) x = _mm256_setzero_ps();
   for (int64_t d = 0; d < D; d += 8) {
     const __m256 q0v = _mm256_loadu_ps(q0 + d), q1v = _mm256_loadu_ps(q1 + d);
+    #pragma GCC unroll 8
     for (int j = 0; j < 4; ++j) {
       const __m256 kv = _mm256_loadu_ps(k + j * D + d);
       a[j] = _mm256_fmadd_ps(q0v, kv, a[j]);
@@ -79,17 +109,24 @@ template <int NR, int NC>
 inline void accumulate_pv(const float* const* p, const float* v, int64_t D, int64_t t0, int64_t t1, float* const* acc,
                           int64_t d) {
   __m256 a[NR][NC];
+  #pragma GCC unroll 8
   for (int r = 0; r < NR; ++r)
+    #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) a[r][c] = _mm256_loadu_ps(acc[r] + d + 8 * c);
   for (int64_t t = t0; t < t1; ++t) {
     __m256 vv[NC];
+    #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) vv[c] = _mm256_loadu_ps(v + t * D + d + 8 * c);
+    #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
       const __m256 pr = _mm256_broadcast_ss(p[r] + t);
+      #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) a[r][c] = _mm256_fmadd_ps(pr, vv[c], a[r][c]);
     }
   }
+  #pragma GCC unroll 8
   for (int r = 0; r < NR; ++r)
+    #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) _mm256_storeu_ps(acc[r] + d + 8 * c, a[r][c]);
 }
 
@@ -151,7 +188,7 @@ void run_task_avx2(const Task& t) {
     if (n_active == 0) continue;
 
     // Scores of every active row against the tile's keys.
-    load_tile(*t.kv, t.kv_head, k0, n, false, w.tile);
+    load_tile(*t.kv, t.kv_head, k0, n, false, w.tile, kPrefetchKeys, k_end);
     int64_t i = 0;
     for (; i + 2 <= n_active; i += 2) {
       const int64_t r0 = w.active[static_cast<size_t>(i)], r1 = w.active[static_cast<size_t>(i + 1)];
@@ -203,7 +240,7 @@ void run_task_avx2(const Task& t) {
     }
 
     // acc += p · V over the tile, two rows per pass so each V load feeds two FMAs.
-    load_tile(*t.kv, t.kv_head, k0, n, true, w.tile);
+    load_tile(*t.kv, t.kv_head, k0, n, true, w.tile, kPrefetchKeys, k_end);
     i = 0;
     for (; i + 2 <= n_active; i += 2) {
       const int64_t r0 = w.active[static_cast<size_t>(i)], r1 = w.active[static_cast<size_t>(i + 1)];
