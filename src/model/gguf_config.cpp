@@ -1,0 +1,146 @@
+// model/gguf_config.cpp
+#include "model/gguf_config.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace squeeze::model {
+
+using gguf::Value;
+
+namespace {
+
+std::string key(const std::string& arch, const char* suffix) { return arch + "." + suffix; }
+
+int64_t positive(const gguf::Metadata& m, const std::string& k, int64_t v) {
+  if (v <= 0) m.fail_key(k, "must be positive, got " + std::to_string(v));
+  return v;
+}
+
+}  // namespace
+
+ModelConfig config_from_gguf(const gguf::File& file) {
+  const gguf::Metadata& m = file.metadata();
+  ModelConfig c;
+  c.name = file.path();
+  c.arch = m.get_string("general.architecture");
+  if (c.arch != "glimmer" && c.arch != "llama")
+    fail(file.path(), ": unsupported architecture '", c.arch, "' (supported: glimmer, llama)");
+  const std::string& a = c.arch;
+  c.n_layer = positive(m, key(a, "block_count"), m.get_i64(key(a, "block_count")));
+  if (c.n_layer > 4096) m.fail_key(key(a, "block_count"), "is implausibly large (" + std::to_string(c.n_layer) + ")");
+  c.n_embd = positive(m, key(a, "embedding_length"), m.get_i64(key(a, "embedding_length")));
+  c.n_head = positive(m, key(a, "attention.head_count"), m.get_i64(key(a, "attention.head_count")));
+  c.n_head_kv = positive(m, key(a, "attention.head_count_kv"), m.get_i64_or(key(a, "attention.head_count_kv"), c.n_head));
+  c.head_dim = m.get_i64_or(key(a, "attention.key_length"), c.n_head > 0 ? c.n_embd / c.n_head : 0);
+  positive(m, key(a, "attention.key_length"), c.head_dim);
+  if (auto vlen = m.get_i64_opt(key(a, "attention.value_length")); vlen && *vlen != c.head_dim)
+    m.fail_key(key(a, "attention.value_length"), "differs from key_length (unsupported)");
+  c.n_ff = positive(m, key(a, "feed_forward_length"), m.get_i64(key(a, "feed_forward_length")));
+  c.rms_eps = m.get_f32_or(key(a, "attention.layer_norm_rms_epsilon"), 1e-5f);
+  c.rope_base_global = m.get_f32_or(key(a, "rope.freq_base"), 10000.0f);
+  c.rope_base_local = m.get_f32_or(key(a, "rope.freq_base_swa"), 10000.0f);
+  c.rope_type = RopeType::normal;
+  if (auto rd = m.get_i64_opt(key(a, "rope.dimension_count")); rd && *rd != c.head_dim)
+    m.fail_key(key(a, "rope.dimension_count"), "partial rotary dimensions are not supported");
+  c.n_ctx = m.get_i64_or(key(a, "context_length"), 4096);
+  const gguf::TensorInfo& embd = file.tensor("token_embd.weight");
+  c.n_vocab = m.get_i64_or(key(a, "vocab_size"), embd.n_dims >= 2 ? embd.ne[1] : 0);
+  c.tied_output = file.find_tensor("output.weight") == nullptr;
+
+  c.sliding_window = a == "glimmer" ? m.get_i64_or(key(a, "attention.sliding_window"), 0) : 0;
+  if (c.sliding_window < 0) m.fail_key(key(a, "attention.sliding_window"), "is negative");
+  const std::string pattern_key = key(a, "attention.sliding_window_pattern");
+  if (c.sliding_window == 0) {
+    c.is_local = all_global_pattern(c.n_layer);
+  } else if (const gguf::Value* v = m.find(pattern_key); v && v->array_if()) {
+    const auto flags = m.get_bool_array(pattern_key);
+    if (static_cast<int64_t>(flags.size()) != c.n_layer)
+      m.fail_key(pattern_key, "has " + std::to_string(flags.size()) + " entries for " + std::to_string(c.n_layer) + " layers");
+    c.is_local.assign(flags.begin(), flags.end());
+  } else {
+    c.is_local = period_pattern(c.n_layer, m.get_i64_or(pattern_key, 4));
+  }
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw e.with_context(file.path());
+  }
+
+  // Every tensor the architecture needs, with the shape it implies.
+  for (const TensorShape& want : weight_tensors(c)) {
+    const gguf::TensorInfo* t = file.find_tensor(want.name);
+    if (t == nullptr) fail(file.path(), ": tensor '", want.name, "' is missing");
+    const int64_t ne1 = t->n_dims >= 2 ? t->ne[1] : 1;
+    if (t->ne[0] != want.ne0 || ne1 != want.ne1 || t->n_dims > 2)
+      fail(file.path(), ": tensor '", want.name, "' has shape ", t->shape_string(), ", the config needs [",
+           want.ne0, (want.ne1 > 1 ? ", " + std::to_string(want.ne1) : std::string()), "]");
+  }
+  return c;
+}
+
+void write_config(gguf::Metadata& m, const ModelConfig& c) {
+  c.validate();
+  const std::string& a = c.arch;
+  m.set("general.architecture", Value::string(a));
+  m.set(key(a, "block_count"), Value::u32(static_cast<uint32_t>(c.n_layer)));
+  m.set(key(a, "context_length"), Value::u32(static_cast<uint32_t>(c.n_ctx)));
+  m.set(key(a, "embedding_length"), Value::u32(static_cast<uint32_t>(c.n_embd)));
+  m.set(key(a, "feed_forward_length"), Value::u32(static_cast<uint32_t>(c.n_ff)));
+  m.set(key(a, "attention.head_count"), Value::u32(static_cast<uint32_t>(c.n_head)));
+  m.set(key(a, "attention.head_count_kv"), Value::u32(static_cast<uint32_t>(c.n_head_kv)));
+  m.set(key(a, "attention.key_length"), Value::u32(static_cast<uint32_t>(c.head_dim)));
+  m.set(key(a, "attention.value_length"), Value::u32(static_cast<uint32_t>(c.head_dim)));
+  m.set(key(a, "attention.layer_norm_rms_epsilon"), Value::f32(c.rms_eps));
+  m.set(key(a, "rope.freq_base"), Value::f32(c.rope_base_global));
+  m.set(key(a, "rope.dimension_count"), Value::u32(static_cast<uint32_t>(c.head_dim)));
+  m.set(key(a, "vocab_size"), Value::u32(static_cast<uint32_t>(c.n_vocab)));
+  if (a == "glimmer" && c.sliding_window > 0) {
+    m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
+    m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
+    std::vector<gguf::Value> flags;
+    for (bool l : c.is_local) flags.push_back(Value::boolean(l));
+    m.set(key(a, "attention.sliding_window_pattern"), Value::array(gguf::ValueType::Bool, std::move(flags)));
+  } else if (c.n_local_layers() > 0) {
+    fail(c.name, ": local layers need the glimmer architecture");
+  }
+}
+
+text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m) {
+  text::TokenizerData t;
+  t.model = m.get_string("tokenizer.ggml.model");
+  if (t.model != "gpt2")
+    m.fail_key("tokenizer.ggml.model", "is '" + t.model + "'; only byte-level BPE ('gpt2') is supported");
+  t.pre = m.get_string_or("tokenizer.ggml.pre", "default");
+  t.tokens = m.get_string_array("tokenizer.ggml.tokens");
+  t.merges = m.get_string_array_opt("tokenizer.ggml.merges").value_or(std::vector<std::string>{});
+  t.token_types = m.get_i32_array_opt("tokenizer.ggml.token_type").value_or(std::vector<int32_t>{});
+  auto id = [&](const char* k) { return static_cast<int32_t>(m.get_i64_or(k, -1)); };
+  t.bos_id = id("tokenizer.ggml.bos_token_id");
+  t.eos_id = id("tokenizer.ggml.eos_token_id");
+  t.pad_id = id("tokenizer.ggml.padding_token_id");
+  t.unk_id = id("tokenizer.ggml.unknown_token_id");
+  t.add_bos = m.get_bool_or("tokenizer.ggml.add_bos_token", false);
+  t.add_eos = m.get_bool_or("tokenizer.ggml.add_eos_token", false);
+  return t;
+}
+
+void write_tokenizer(gguf::Metadata& m, const text::TokenizerData& t) {
+  m.set("tokenizer.ggml.model", Value::string(t.model));
+  m.set("tokenizer.ggml.pre", Value::string(t.pre));
+  m.set("tokenizer.ggml.tokens", Value::string_array(t.tokens));
+  m.set("tokenizer.ggml.merges", Value::string_array(t.merges));
+  if (!t.token_types.empty()) m.set("tokenizer.ggml.token_type", Value::i32_array(t.token_types));
+  auto set_id = [&](const char* k, int32_t v) {
+    if (v >= 0) m.set(k, Value::u32(static_cast<uint32_t>(v)));
+  };
+  set_id("tokenizer.ggml.bos_token_id", t.bos_id);
+  set_id("tokenizer.ggml.eos_token_id", t.eos_id);
+  set_id("tokenizer.ggml.padding_token_id", t.pad_id);
+  set_id("tokenizer.ggml.unknown_token_id", t.unk_id);
+  m.set("tokenizer.ggml.add_bos_token", Value::boolean(t.add_bos));
+  m.set("tokenizer.ggml.add_eos_token", Value::boolean(t.add_eos));
+}
+
+}  // namespace squeeze::model

@@ -1,0 +1,28 @@
+// model/gguf_config.h — ModelConfig and TokenizerData to and from GGUF metadata.
+//
+// Keys follow llama.cpp's conventions under the architecture prefix (`llama.` or
+// `glimmer.`): block_count, embedding_length, attention.head_count(_kv),
+// attention.key_length (head_dim), feed_forward_length, attention.layer_norm_rms_epsilon,
+// rope.freq_base, context_length, vocab_size; glimmer adds the gemma3-style window keys
+// attention.sliding_window, attention.sliding_window_pattern (a u32 period with the last
+// layer of each period global, or a bool array per layer) and rope.freq_base_swa.
+#pragma once
+
+#include "gguf/metadata.h"
+#include "gguf/reader.h"
+#include "model/config.h"
+#include "text/tokenizer.h"
+
+namespace squeeze::model {
+
+// Reads the architecture and validates it against the file's tensors' shapes; errors
+// name the key or the tensor ("m.gguf: metadata key 'llama.block_count' is missing").
+ModelConfig config_from_gguf(const gguf::File& file);
+// Writes `c` as metadata (general.architecture and the prefixed keys).
+void write_config(gguf::Metadata& m, const ModelConfig& c);
+
+// The tokenizer.ggml.* keys; only the byte-level BPE model ("gpt2") is supported.
+text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m);
+void write_tokenizer(gguf::Metadata& m, const text::TokenizerData& t);
+
+}  // namespace squeeze::model

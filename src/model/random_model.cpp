@@ -1,0 +1,91 @@
+// model/random_model.cpp
+#include "model/random_model.h"
+
+#include <cmath>
+#include <random>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "gguf/writer.h"
+#include "model/gguf_config.h"
+#include "quant/quantize.h"
+#include "text/bpe_trainer.h"
+
+namespace squeeze::model {
+
+namespace {
+
+// Original text written for this purpose (no third-party rights): enough words for a few
+// hundred merges.
+constexpr const char* kSampleText =
+    "The lighthouse keeper climbed the stairs every evening before the sun went down. "
+    "He counted the steps, one hundred and twelve, and at the top he wound the clock, "
+    "trimmed the wick and wiped the great lens until it shone. Ships passed in the night "
+    "and never knew his name, yet every one of them found the harbour because of him. "
+    "In the winter the wind came from the north and the sea turned grey and heavy. "
+    "The keeper wrote in his book: the weather, the ships, the birds that rested on the rail. "
+    "When spring returned, the children of the village came to visit and asked him questions. "
+    "Why does the light turn? So that every sailor sees it flash and knows which coast is near. "
+    "Why do you stay here alone? Because somebody has to watch, and I like the quiet. "
+    "What is the brightest thing you have seen? The morning, he said, after a long storm. "
+    "Numbers matter too: 1, 2, 3, 10, 42, 100, 2048 and 131072 tokens of context. "
+    "def add(a, b):\n    return a + b\n\nfor i in range(10):\n    print(i)\n";
+
+std::vector<std::string> special_tokens() {
+  return {"<|bos|>", "<|eos|>", "<|pad|>", "<think>", "</think>", "<image>", "</image>", "<|mask|>"};
+}
+
+}  // namespace
+
+std::vector<std::string> write_random_model(const RandomModelParams& p) {
+  const ModelConfig& c = p.config;
+  c.validate();
+  SQZ_CHECK(!p.path.empty(), "no output path");
+
+  text::BpeTrainParams bp;
+  bp.specials = special_tokens();
+  bp.vocab_size = static_cast<int32_t>(c.n_vocab);
+  bp.min_pair_count = 2;
+  bp.bos = "<|bos|>";
+  bp.eos = "<|eos|>";
+  SQZ_CHECK(c.n_vocab >= static_cast<int64_t>(bp.specials.size()) + 256, "vocabulary of ", c.n_vocab,
+            " is too small for the byte-level tokenizer (needs at least ", bp.specials.size() + 256, ")");
+  text::TokenizerData tok = text::train_bpe(kSampleText, bp);
+  while (static_cast<int64_t>(tok.tokens.size()) < c.n_vocab) {
+    tok.tokens.push_back("<|unused_" + std::to_string(tok.tokens.size()) + "|>");
+    tok.token_types.push_back(static_cast<int32_t>(text::TokenType::unused));
+  }
+  tok.pad_id = 2;
+  tok.add_bos = true;
+
+  gguf::Writer w(p.path);
+  write_config(w.metadata(), c);
+  write_tokenizer(w.metadata(), tok);
+  w.metadata().set("general.name", gguf::Value::string(c.name + " (random weights, seed " + std::to_string(p.seed) + ")"));
+  w.metadata().set("general.quantization_version", gguf::Value::u32(2));
+
+  std::vector<std::string> fallbacks;
+  uint64_t tensor_seed = p.seed;
+  for (const TensorShape& s : weight_tensors(c)) {
+    const bool is_norm = s.ne1 == 1;
+    gguf::GgmlType type = is_norm ? gguf::GgmlType::F32 : p.type;
+    if (s.ne0 % gguf::ggml_type_info(type).block_size != 0) {
+      fallbacks.push_back(s.name);
+      type = gguf::GgmlType::F32;
+    }
+    std::vector<int64_t> dims = is_norm ? std::vector<int64_t>{s.ne0} : std::vector<int64_t>{s.ne0, s.ne1};
+    // Generated while the file is written, one tensor at a time, each from its own seed.
+    tensor_seed = tensor_seed * 6364136223846793005ull + 1442695040888963407ull;
+    w.add_tensor({.name = s.name, .type = type, .dims = dims}, [s, type, is_norm, seed = tensor_seed](const gguf::ByteSink& out) {
+      std::mt19937_64 rng(seed);
+      std::normal_distribution<float> dist(is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 1.0f / std::sqrt(static_cast<float>(s.ne0)));
+      std::vector<float> data(static_cast<size_t>(s.elements()));
+      for (auto& v : data) v = dist(rng);
+      out(quant::quantize_tensor({.type = type, .src = data.data(), .rows = s.ne1, .cols = s.ne0}));
+    });
+  }
+  w.finish();
+  return fallbacks;
+}
+
+}  // namespace squeeze::model

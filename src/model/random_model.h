@@ -1,0 +1,28 @@
+// model/random_model.h — writes a GGUF model with random weights for any config: the
+// subject of runtime tests, benchmarks and the side-by-side race with other engines
+// (which only needs the shapes and the bytes moved to be real).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gguf/ggml_type.h"
+#include "model/config.h"
+
+namespace squeeze::model {
+
+struct RandomModelParams {
+  ModelConfig config;
+  gguf::GgmlType type = gguf::GgmlType::F32;  // matrices; norms stay F32
+  uint64_t seed = 1;
+  std::string path;
+};
+
+// Matrices get N(0, 1/cols) entries (so activations keep their scale through the
+// layers), norm weights 1 + N(0, 0.1²). Matrices whose row length does not fit `type`'s
+// block fall back to F32 and are listed in the return value. The tokenizer is a
+// byte-level BPE learned from a short built-in English text and padded with unused
+// tokens to the config's vocabulary size.
+std::vector<std::string> write_random_model(const RandomModelParams& params);
+
+}  // namespace squeeze::model

@@ -1,0 +1,56 @@
+// model/weights.cpp
+#include "model/weights.h"
+
+#include "core/error.h"
+#include "quant/traits.h"
+
+namespace squeeze::model {
+
+namespace {
+
+quant::QMatrix matrix(const gguf::File& f, const std::string& name) {
+  const gguf::TensorInfo& t = f.tensor(name);
+  if (!quant::is_supported(t.type))
+    fail(f.path(), ": tensor '", name, "' has type ", t.type_info().name, ", which squeeze cannot compute with");
+  return {.type = t.type, .data = t.data.data(), .rows = t.n_rows(), .cols = t.row_length()};
+}
+
+std::vector<float> vector_f32(const gguf::File& f, const std::string& name) {
+  const quant::QMatrix m = matrix(f, name);
+  std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) dequantize_row(m, r, out.data() + r * m.cols);
+  return out;
+}
+
+}  // namespace
+
+void dequantize_row(const quant::QMatrix& m, int64_t row, float* out) {
+  SQZ_CHECK(row >= 0 && row < m.rows, "row ", row, " out of range [0, ", m.rows, ")");
+  const auto& tr = quant::traits(m.type);
+  const int64_t rb = quant::row_bytes(m.type, m.cols);
+  tr.dequantize_row(static_cast<const uint8_t*>(m.data) + row * rb, out, m.cols);
+}
+
+Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
+  Weights w;
+  w.token_embd = matrix(f, "token_embd.weight");
+  w.layers.resize(static_cast<size_t>(c.n_layer));
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    LayerWeights& l = w.layers[static_cast<size_t>(i)];
+    l.attn_norm = vector_f32(f, b + "attn_norm.weight");
+    l.wq = matrix(f, b + "attn_q.weight");
+    l.wk = matrix(f, b + "attn_k.weight");
+    l.wv = matrix(f, b + "attn_v.weight");
+    l.wo = matrix(f, b + "attn_output.weight");
+    l.ffn_norm = vector_f32(f, b + "ffn_norm.weight");
+    l.w_gate = matrix(f, b + "ffn_gate.weight");
+    l.w_up = matrix(f, b + "ffn_up.weight");
+    l.w_down = matrix(f, b + "ffn_down.weight");
+  }
+  w.output_norm = vector_f32(f, "output_norm.weight");
+  w.output = c.tied_output ? w.token_embd : matrix(f, "output.weight");
+  return w;
+}
+
+}  // namespace squeeze::model

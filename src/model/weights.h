@@ -1,0 +1,40 @@
+// model/weights.h — a model's weights bound to the tensors of its GGUF file (no copies
+// of the matrices: each QMatrix points into the mapping; only the small norm vectors
+// are converted to f32).
+#pragma once
+
+#include <vector>
+
+#include "gguf/reader.h"
+#include "model/config.h"
+#include "quant/matmul.h"
+
+namespace squeeze::model {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [n_embd]
+  quant::QMatrix wq;             // [q_dim rows, n_embd cols]
+  quant::QMatrix wk;             // [kv_dim, n_embd]
+  quant::QMatrix wv;             // [kv_dim, n_embd]
+  quant::QMatrix wo;             // [n_embd, q_dim]
+  std::vector<float> ffn_norm;   // [n_embd]
+  quant::QMatrix w_gate;         // [n_ff, n_embd]
+  quant::QMatrix w_up;           // [n_ff, n_embd]
+  quant::QMatrix w_down;         // [n_embd, n_ff]
+};
+
+struct Weights {
+  quant::QMatrix token_embd;     // [n_vocab, n_embd]
+  std::vector<LayerWeights> layers;
+  std::vector<float> output_norm;
+  quant::QMatrix output;         // [n_vocab, n_embd]; token_embd when tied
+};
+
+// Binds every tensor weight_tensors(config) names. Errors name the tensor whose type
+// squeeze cannot compute with. The file must outlive the Weights.
+Weights bind_weights(const gguf::File& file, const ModelConfig& config);
+
+// Row `row` of a matrix as f32 (embedding lookup). out holds m.cols floats.
+void dequantize_row(const quant::QMatrix& m, int64_t row, float* out);
+
+}  // namespace squeeze::model
