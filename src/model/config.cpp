@@ -1,0 +1,157 @@
+// model/config.cpp — see config.h.
+#include "model/config.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace squeeze::model {
+
+const char* rope_type_name(RopeType t) { return t == RopeType::neox ? "neox" : "normal"; }
+
+int64_t ModelConfig::n_local_layers() const { return std::count(is_local.begin(), is_local.end(), true); }
+
+void ModelConfig::validate() const {
+  const std::string who = "model config '" + name + "'";
+  auto positive = [&](int64_t v, const char* field, int64_t max) {
+    SQZ_CHECK(v > 0 && v <= max, who, ": ", field, " must be in [1, ", max, "] (got ", v, ")");
+  };
+  SQZ_CHECK(arch == "glimmer" || arch == "llama", who, ": arch '", arch, "' is not supported (glimmer, llama)");
+  // Caps keep every derived size far from int64 overflow (and reject garbage metadata).
+  positive(n_layer, "n_layer", 1 << 12);
+  positive(n_embd, "n_embd", 1 << 20);
+  positive(n_head, "n_head", 1 << 12);
+  positive(n_head_kv, "n_head_kv", 1 << 12);
+  positive(head_dim, "head_dim", 1 << 12);
+  positive(n_ff, "n_ff", 1 << 22);
+  positive(n_vocab, "n_vocab", 1 << 24);
+  positive(n_ctx, "n_ctx", int64_t{1} << 24);
+  SQZ_CHECK(n_head % n_head_kv == 0, who, ": n_head_kv (", n_head_kv, ") must divide n_head (", n_head, ")");
+  SQZ_CHECK(head_dim % 2 == 0, who, ": head_dim (", head_dim, ") must be even for RoPE");
+  SQZ_CHECK(std::isfinite(rms_eps) && rms_eps > 0, who, ": rms_eps must be positive (got ", rms_eps, ")");
+  SQZ_CHECK(std::isfinite(rope_base_global) && rope_base_global > 0, who,
+            ": rope_base_global must be positive (got ", rope_base_global, ")");
+  SQZ_CHECK(std::isfinite(rope_base_local) && rope_base_local > 0, who,
+            ": rope_base_local must be positive (got ", rope_base_local, ")");
+  SQZ_CHECK(sliding_window >= 0 && sliding_window <= (int64_t{1} << 24), who,
+            ": sliding_window must be in [0, 2^24] (got ", sliding_window, ")");
+  SQZ_CHECK(static_cast<int64_t>(is_local.size()) == n_layer, who, ": is_local has ", is_local.size(),
+            " entries for n_layer ", n_layer);
+  const int64_t local = n_local_layers();
+  SQZ_CHECK(local == 0 || sliding_window > 0, who, ": is_local marks ", local,
+            " local layers but sliding_window is 0");
+  SQZ_CHECK(arch != "llama" || local == 0, who, ": arch llama has no local layers (is_local marks ", local, ")");
+}
+
+std::vector<bool> period_pattern(int64_t n_layer, int64_t period) {
+  SQZ_CHECK(n_layer >= 0 && period >= 0, "layer pattern: n_layer ", n_layer, " and period ", period,
+            " must not be negative");
+  std::vector<bool> out(static_cast<size_t>(n_layer), false);
+  if (period <= 1) return out;
+  for (int64_t i = 0; i < n_layer; ++i) out[i] = i % period != period - 1;
+  return out;
+}
+
+std::vector<bool> all_global_pattern(int64_t n_layer) { return period_pattern(n_layer, 0); }
+
+std::string describe_pattern(const std::vector<bool>& is_local) {
+  const size_t n = is_local.size();
+  std::string letters;
+  for (bool l : is_local) letters += l ? 'L' : 'G';
+  // Shortest period that tiles the pattern exactly.
+  for (size_t p = 1; p <= n / 2; ++p) {
+    if (n % p != 0) continue;
+    bool ok = true;
+    for (size_t i = p; i < n && ok; ++i) ok = letters[i] == letters[i - p];
+    if (!ok) continue;
+    std::string unit;
+    for (size_t i = 0; i < p; ++i) unit += (i ? " " : "") + std::string(1, letters[i]);
+    return "[" + unit + "] x " + std::to_string(n / p);
+  }
+  return letters;
+}
+
+std::vector<TensorShape> weight_tensors(const ModelConfig& c) {
+  std::vector<TensorShape> t;
+  t.push_back({"token_embd.weight", c.n_embd, c.n_vocab, -1});
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    t.push_back({b + "attn_norm.weight", c.n_embd, 1, i});
+    t.push_back({b + "attn_q.weight", c.n_embd, c.q_dim(), i});
+    t.push_back({b + "attn_k.weight", c.n_embd, c.kv_dim(), i});
+    t.push_back({b + "attn_v.weight", c.n_embd, c.kv_dim(), i});
+    t.push_back({b + "attn_output.weight", c.q_dim(), c.n_embd, i});
+    t.push_back({b + "ffn_norm.weight", c.n_embd, 1, i});
+    t.push_back({b + "ffn_gate.weight", c.n_embd, c.n_ff, i});
+    t.push_back({b + "ffn_up.weight", c.n_embd, c.n_ff, i});
+    t.push_back({b + "ffn_down.weight", c.n_ff, c.n_embd, i});
+  }
+  t.push_back({"output_norm.weight", c.n_embd, 1, -1});
+  if (!c.tied_output) t.push_back({"output.weight", c.n_embd, c.n_vocab, -1});
+  return t;
+}
+
+ParamCount count_params(const ModelConfig& c) {
+  ParamCount p;
+  p.embedding = c.n_vocab * c.n_embd;
+  p.output = c.tied_output ? 0 : c.n_vocab * c.n_embd;
+  p.attention_per_layer = c.n_embd * (c.q_dim() + 2 * c.kv_dim()) + c.q_dim() * c.n_embd;
+  p.ffn_per_layer = 3 * c.n_embd * c.n_ff;
+  p.norms = (2 * c.n_layer + 1) * c.n_embd;
+  p.total = p.embedding + p.output + c.n_layer * (p.attention_per_layer + p.ffn_per_layer) + p.norms;
+  return p;
+}
+
+namespace {
+
+ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n_head, int64_t n_head_kv,
+                    int64_t head_dim, int64_t n_ff, int64_t n_vocab, int64_t window, int64_t n_ctx) {
+  ModelConfig c;
+  c.name = std::move(name);
+  c.arch = "glimmer";
+  c.n_layer = n_layer, c.n_embd = n_embd, c.n_head = n_head, c.n_head_kv = n_head_kv;
+  c.head_dim = head_dim, c.n_ff = n_ff, c.n_vocab = n_vocab;
+  c.rms_eps = 1e-6f;
+  c.rope_base_global = 1000000.0f;  // long-context global layers, as Gemma 3
+  c.rope_base_local = 10000.0f;
+  c.rope_type = RopeType::normal;
+  c.sliding_window = window;
+  c.is_local = period_pattern(n_layer, 4);  // [local, local, local, global]
+  c.n_ctx = n_ctx;
+  return c;
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_config_names() { return {"glimmer-30b", "glimmer-1b", "glimmer-tiny", "llama-1b"}; }
+
+ModelConfig builtin_config(std::string_view name) {
+  if (name == "glimmer-30b") {
+    // SPEC.md §1: 52 layers, 6656 hidden, 32/2 heads of 128, window 2048, 128K context;
+    // assumed there: SwiGLU 24576, vocabulary 131072, untied output (30.28B parameters).
+    return glimmer("glimmer-30b", 52, 6656, 32, 2, 128, 24576, 131072, 2048, 131072);
+  }
+  if (name == "glimmer-1b") return glimmer("glimmer-1b", 16, 2048, 16, 2, 128, 7168, 32768, 1024, 32768);
+  if (name == "glimmer-tiny") {
+    ModelConfig c = glimmer("glimmer-tiny", 8, 64, 4, 2, 16, 160, 512, 16, 512);
+    c.tied_output = true;
+    return c;
+  }
+  if (name == "llama-1b") {
+    ModelConfig c;
+    c.name = "llama-1b";
+    c.arch = "llama";
+    c.n_layer = 22, c.n_embd = 2048, c.n_head = 32, c.n_head_kv = 4, c.head_dim = 64;
+    c.n_ff = 5632, c.n_vocab = 32000, c.n_ctx = 2048;
+    c.rms_eps = 1e-5f;
+    c.rope_base_global = c.rope_base_local = 10000.0f;
+    c.is_local = all_global_pattern(c.n_layer);
+    return c;
+  }
+  std::string known;
+  for (const auto& n : builtin_config_names()) known += (known.empty() ? "" : ", ") + n;
+  fail("unknown model config '", name, "' (built-in: ", known, ")");
+}
+
+}  // namespace squeeze::model

@@ -1,0 +1,183 @@
+// model/memory_plan.cpp — see memory_plan.h.
+#include "model/memory_plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace squeeze::model {
+
+KvType kv_type_from_name(std::string_view name) {
+  std::string n(name);
+  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (n == "f32") return KvType::f32;
+  if (n == "f16") return KvType::f16;
+  if (n == "bf16") return KvType::bf16;
+  if (n == "q8_0") return KvType::q8_0;
+  fail("unknown KV cache type '", name, "' (f32, f16, bf16, q8_0)");
+}
+
+const char* kv_type_name(KvType t) {
+  switch (t) {
+    case KvType::f32: return "f32";
+    case KvType::f16: return "f16";
+    case KvType::bf16: return "bf16";
+    case KvType::q8_0: return "q8_0";
+  }
+  return "?";
+}
+
+int64_t kv_bytes_per_token_layer(int64_t n_head_kv, int64_t head_dim, KvType t) {
+  const int64_t elems = 2 * n_head_kv * head_dim;
+  switch (t) {
+    case KvType::f32: return 4 * elems;
+    case KvType::f16:
+    case KvType::bf16: return 2 * elems;
+    case KvType::q8_0:
+      SQZ_CHECK(head_dim % 32 == 0, "q8_0 KV cache needs head_dim divisible by 32 (got ", head_dim, ")");
+      return elems / 32 * 34;
+  }
+  return 0;
+}
+
+KvSizes kv_sizes(const ModelConfig& c, int64_t n_head_kv, int64_t n_ctx, KvType t, int64_t headroom) {
+  KvSizes k;
+  k.n_head_kv = n_head_kv;
+  k.bytes_per_token_layer = kv_bytes_per_token_layer(n_head_kv, c.head_dim, t);
+  k.local_slots = std::min(n_ctx, c.sliding_window + headroom);
+  k.hybrid = k.bytes_per_token_layer * (c.n_global_layers() * n_ctx + c.n_local_layers() * k.local_slots);
+  k.all_global = k.bytes_per_token_layer * c.n_layer * n_ctx;
+  return k;
+}
+
+int64_t activation_bytes(const ModelConfig& c, int64_t batch, int64_t n_ctx) {
+  const int64_t b = std::min(batch, n_ctx);
+  const int64_t f32_per_token = 2 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff;
+  const int64_t widest = std::max({c.n_embd, c.q_dim(), c.n_ff});
+  return 4 * b * f32_per_token + b * widest * 292 / 256 + 4 * c.n_vocab;
+}
+
+MemoryPlan plan_memory(const ModelConfig& c, const PlanParams& p) {
+  c.validate();
+  MemoryPlan plan;
+  plan.config = c;
+  plan.params = p;
+  int64_t& ctx = plan.params.n_ctx;
+  if (ctx == 0) ctx = c.n_ctx;
+  SQZ_CHECK(ctx > 0 && ctx <= (int64_t{1} << 24), "context length must be in [1, 2^24] (got ", p.n_ctx, ")");
+  SQZ_CHECK(p.local_headroom >= 0 && p.local_headroom <= (int64_t{1} << 24), "local headroom must be in [0, 2^24] (got ",
+            p.local_headroom, ")");
+  SQZ_CHECK(p.batch > 0 && p.batch <= (int64_t{1} << 20), "batch must be in [1, 2^20] (got ", p.batch, ")");
+  SQZ_CHECK(p.device_bytes > 0, "device size must be positive (got ", p.device_bytes, ")");
+  plan.n_params = count_params(c).total;
+  if (p.weight_bytes) {
+    SQZ_CHECK(*p.weight_bytes > 0, "weight bytes must be positive (got ", *p.weight_bytes, ")");
+    plan.weights.bytes = *p.weight_bytes;
+    plan.weights.bpw = static_cast<double>(*p.weight_bytes) * 8.0 / static_cast<double>(plan.n_params);
+    plan.weights.description = "exact, from the file";
+  } else {
+    plan.weights = estimate_weights(c, p.weight_type);
+  }
+  plan.kv = kv_sizes(c, c.n_head_kv, ctx, p.kv_type, p.local_headroom);
+  plan.kv_mha = kv_sizes(c, c.n_head, ctx, p.kv_type, p.local_headroom);
+  plan.activation_bytes = activation_bytes(c, p.batch, ctx);
+  plan.total_bytes = plan.weights.bytes + plan.kv.hybrid + plan.activation_bytes;
+  plan.fits = plan.total_bytes <= p.device_bytes;
+  return plan;
+}
+
+int64_t parse_byte_size(std::string_view text) {
+  std::string s;
+  for (char ch : text) {
+    if (ch != ' ') s += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
+  size_t split = 0;
+  while (split < s.size() && (std::isdigit(static_cast<unsigned char>(s[split])) || s[split] == '.')) ++split;
+  const std::string num = s.substr(0, split), unit = s.substr(split);
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "KB") scale = 1e3;
+  else if (unit == "MB") scale = 1e6;
+  else if (unit == "GB") scale = 1e9;
+  else if (unit == "TB") scale = 1e12;
+  else if (unit == "KIB") scale = 1024.0;
+  else if (unit == "MIB") scale = 1024.0 * 1024;
+  else if (unit == "GIB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+  double v = -1;
+  try {
+    size_t used = 0;
+    if (!num.empty()) v = std::stod(num, &used);
+    if (used != num.size()) v = -1;
+  } catch (...) {
+    v = -1;
+  }
+  SQZ_CHECK(scale > 0 && v > 0 && v * scale < 9.2e18, "bad size '", text,
+            "' (examples: 24GB, 24GiB, 512MiB, 1000000; GB = 10^9 bytes, GiB = 2^30)");
+  return static_cast<int64_t>(std::llround(v * scale));
+}
+
+std::string format_bytes(int64_t bytes) {
+  char buf[96];
+  const double b = static_cast<double>(bytes);
+  if (bytes >= 1'000'000'000) {
+    std::snprintf(buf, sizeof buf, "%.2f GB / %.2f GiB", b / 1e9, b / (1024.0 * 1024 * 1024));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f MB / %.2f MiB", b / 1e6, b / (1024.0 * 1024));
+  }
+  return buf;
+}
+
+namespace {
+void row(std::string& out, const std::string& what, int64_t bytes, const std::string& note = "") {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "  %-34s %16lld B  %28s%s%s\n", what.c_str(), static_cast<long long>(bytes),
+                format_bytes(bytes).c_str(), note.empty() ? "" : "  ", note.c_str());
+  out += buf;
+}
+}  // namespace
+
+std::string format_plan(const MemoryPlan& m) {
+  const ModelConfig& c = m.config;
+  const PlanParams& p = m.params;
+  char buf[512];
+  std::string out;
+  std::snprintf(buf, sizeof buf, "model %s (%s): %.2fB parameters, %lld layers, hidden %lld, heads %lld/%lld x %lld, FFN %lld, vocab %lld\n",
+                c.name.c_str(), c.arch.c_str(), m.n_params / 1e9, (long long)c.n_layer, (long long)c.n_embd,
+                (long long)c.n_head, (long long)c.n_head_kv, (long long)c.head_dim, (long long)c.n_ff, (long long)c.n_vocab);
+  out += buf;
+  std::snprintf(buf, sizeof buf, "layers: %lld local (window %lld, %lld slots each) + %lld global, pattern %s\n",
+                (long long)c.n_local_layers(), (long long)c.sliding_window, (long long)m.kv.local_slots,
+                (long long)c.n_global_layers(), describe_pattern(c.is_local).c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "context %lld tokens, KV cache %s (%lld bytes per token per layer)%s\n\n",
+                (long long)p.n_ctx, kv_type_name(p.kv_type), (long long)m.kv.bytes_per_token_layer,
+                p.n_ctx > c.n_ctx ? " — beyond the model's context length" : "");
+  out += buf;
+  std::snprintf(buf, sizeof buf, "%.2f bpw; %s", m.weights.bpw, m.weights.description.c_str());
+  row(out, "weights (" + (p.weight_bytes ? std::string("file") : p.weight_type) + ")", m.weights.bytes, buf);
+  std::snprintf(buf, sizeof buf, "%lld global x %lld + %lld local x %lld tokens", (long long)c.n_global_layers(),
+                (long long)p.n_ctx, (long long)c.n_local_layers(), (long long)m.kv.local_slots);
+  row(out, "KV cache, hybrid local/global", m.kv.hybrid, buf);
+  std::snprintf(buf, sizeof buf, "%lld layers x %lld tokens; hybrid saves %.1fx", (long long)c.n_layer,
+                (long long)p.n_ctx, static_cast<double>(m.kv.all_global) / static_cast<double>(m.kv.hybrid));
+  row(out, "KV cache, all layers global", m.kv.all_global, buf);
+  const double mha_ratio = static_cast<double>(m.kv_mha.all_global) / static_cast<double>(m.kv.all_global);
+  std::snprintf(buf, sizeof buf, "%.0fx the %lld-head KV", mha_ratio, (long long)c.n_head_kv);
+  row(out, "KV cache, MHA (" + std::to_string(c.n_head) + " KV heads), hybrid", m.kv_mha.hybrid, buf);
+  row(out, "KV cache, MHA, all global", m.kv_mha.all_global, buf);
+  std::snprintf(buf, sizeof buf, "f32 prefill batch %lld", (long long)std::min(p.batch, p.n_ctx));
+  row(out, "activations + scratch", m.activation_bytes, buf);
+  row(out, "total (weights + hybrid KV + act.)", m.total_bytes);
+  const int64_t left = p.device_bytes - m.total_bytes;
+  std::snprintf(buf, sizeof buf, "\ndevice %s: %s (%s %s)\n", format_bytes(p.device_bytes).c_str(),
+                m.fits ? "fits" : "does NOT fit", format_bytes(left >= 0 ? left : -left).c_str(),
+                left >= 0 ? "free" : "short");
+  out += buf;
+  return out;
+}
+
+}  // namespace squeeze::model

@@ -1,0 +1,117 @@
+// text/tokenizer.h — byte-level BPE (GGUF `tokenizer.ggml.model = gpt2`): encode, decode.
+//
+// The vocabulary arrives as plain vectors (TokenizerData) in the form GGUF stores it, so
+// this component needs no file reader: normal tokens and merges are written in GPT-2's
+// byte→unicode alphabet ("Ġthe" is " the"), control and user-defined tokens as raw text.
+//
+// encode(): special (control and user-defined) tokens are cut out of the text first,
+// whole, longest match first; the rest is split by the pre-tokenizer and each piece is
+// merged by rank (lowest rank first, leftmost on ties). Any piece whose bytes end up
+// without a token falls back to single-byte tokens, so with all 256 byte tokens in the
+// vocabulary decode(encode(s)) == s for every byte string s (invalid UTF-8 included).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "text/pretokenize.h"
+
+namespace squeeze::text {
+
+// GGUF `tokenizer.ggml.token_type` values.
+enum class TokenType : int32_t {
+  undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+};
+
+// What the GGUF loader (or a test) hands over; field names follow the GGUF keys.
+struct TokenizerData {
+  std::string model = "gpt2";           // tokenizer.ggml.model; only "gpt2" is supported here
+  std::string pre = "default";          // tokenizer.ggml.pre
+  std::vector<std::string> tokens;      // tokenizer.ggml.tokens (index = id)
+  std::vector<std::string> merges;      // tokenizer.ggml.merges ("left right", rank = index)
+  std::vector<int32_t> token_types;     // tokenizer.ggml.token_type; empty = all normal
+  int32_t bos_id = -1, eos_id = -1, pad_id = -1, unk_id = -1;  // -1 = absent
+  bool add_bos = false, add_eos = false;  // tokenizer.ggml.add_{bos,eos}_token
+  // When true a piece that is itself a token is emitted whole without merging
+  // (llama.cpp does this for the llama-bpe pre-tokenizer).
+  bool ignore_merges = false;
+};
+
+struct EncodeOptions {
+  bool add_special = true;    // prepend BOS / append EOS as the data's add_* flags say
+  bool parse_special = true;  // match control/user-defined token texts in the input
+};
+
+struct DecodeOptions {
+  bool render_control = true;  // control tokens (BOS, EOS, ...) as their text; false: nothing
+};
+
+class Tokenizer {
+ public:
+  // Validates the data (errors name the offending token/merge index) and builds the
+  // merge table.
+  explicit Tokenizer(const TokenizerData& data);
+
+  std::vector<int32_t> encode(std::string_view text, const EncodeOptions& opt = {}) const;
+  std::string decode(std::span<const int32_t> ids, const DecodeOptions& opt = {}) const;
+  // The bytes one token stands for (what a streaming decoder appends).
+  std::string token_to_piece(int32_t id, const DecodeOptions& opt = {}) const;
+
+  int32_t n_vocab() const { return static_cast<int32_t>(texts_.size()); }
+  const std::string& token_text(int32_t id) const;  // as stored in the vocabulary
+  TokenType token_type(int32_t id) const;
+  std::optional<int32_t> find_token(std::string_view stored_text) const;
+  int32_t bos_id() const { return bos_; }
+  int32_t eos_id() const { return eos_; }
+  int32_t pad_id() const { return pad_; }
+  int32_t unk_id() const { return unk_; }
+  PreTokenizer pre_tokenizer() const { return pre_; }
+
+ private:
+  struct Merge {
+    int32_t rank;
+    int32_t result;  // symbol id
+  };
+  struct Special {
+    std::string text;
+    int32_t id;
+  };
+
+  void check_id(int32_t id) const;
+  int32_t intern(const std::string& bytes);
+  void encode_text(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_piece(std::string_view piece, std::vector<int32_t>& out) const;
+  void emit_symbol(int32_t sym, std::vector<int32_t>& out) const;
+
+  std::vector<std::string> texts_;   // stored text per token
+  std::vector<TokenType> types_;
+  std::vector<std::string> pieces_;  // decoded bytes per token (control: its text)
+  std::unordered_map<std::string, int32_t> text_to_id_;
+
+  // BPE symbols: byte strings met as tokens or merge parts/results. Symbols 0..255 are
+  // the single bytes.
+  std::vector<std::string> sym_bytes_;
+  std::vector<int32_t> sym_token_;  // normal token with these bytes, or -1
+  std::unordered_map<std::string, int32_t> sym_of_bytes_;
+  std::unordered_map<uint64_t, Merge> merges_;  // (left sym << 32 | right sym) → merge
+
+  std::vector<std::vector<Special>> specials_by_first_byte_;  // 256 lists, longest first
+  PreTokenizer pre_;
+  int32_t bos_, eos_, pad_, unk_;
+  bool add_bos_, add_eos_, ignore_merges_;
+};
+
+// GPT-2's byte↔unicode alphabet: printable Latin-1 bytes map to themselves, the other
+// 68 bytes to U+0100.. in order. Returns the UTF-8 of the character for byte b.
+const std::string& gpt2_byte_to_unicode(uint8_t b);
+// The inverse on code points; nullopt for characters outside the alphabet.
+std::optional<uint8_t> gpt2_unicode_to_byte(uint32_t cp);
+// Encodes raw bytes in the alphabet (how GGUF stores normal tokens).
+std::string gpt2_encode_bytes(std::string_view bytes);
+
+}  // namespace squeeze::text

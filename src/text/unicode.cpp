@@ -1,0 +1,98 @@
+// text/unicode.cpp — see unicode.h.
+#include "text/unicode.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace squeeze::text {
+
+CodeUnit decode_utf8_at(std::string_view s, size_t pos) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  const uint32_t off = static_cast<uint32_t>(pos);
+  const unsigned char b0 = p[pos];
+  if (b0 < 0x80) return {b0, off, 1};
+  size_t len;
+  uint32_t cp, min_cp;
+  if ((b0 & 0xE0) == 0xC0) {
+    len = 2, cp = b0 & 0x1F, min_cp = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3, cp = b0 & 0x0F, min_cp = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4, cp = b0 & 0x07, min_cp = 0x10000;
+  } else {
+    return {kInvalidCodePoint, off, 1};  // continuation byte or 0xF8..0xFF
+  }
+  if (pos + len > n) return {kInvalidCodePoint, off, 1};
+  for (size_t i = 1; i < len; ++i) {
+    const unsigned char b = p[pos + i];
+    if ((b & 0xC0) != 0x80) return {kInvalidCodePoint, off, 1};
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  // Overlong forms, UTF-16 surrogates and values past U+10FFFF are not well-formed.
+  if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {kInvalidCodePoint, off, 1};
+  return {cp, off, static_cast<uint32_t>(len)};
+}
+
+std::vector<CodeUnit> decode_utf8(std::string_view s) {
+  std::vector<CodeUnit> out;
+  out.reserve(s.size());
+  for (size_t pos = 0; pos < s.size();) {
+    out.push_back(decode_utf8_at(s, pos));
+    pos += out.back().length;
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  SQZ_CHECK(cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF), "not a Unicode scalar value: ", cp);
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+namespace {
+bool in_ranges(uint32_t cp, const detail::CodeRange* r, size_t n) {
+  const detail::CodeRange* end = r + n;
+  // First range whose upper bound is >= cp.
+  const auto* it = std::lower_bound(r, end, cp, [](const detail::CodeRange& a, uint32_t v) { return a.hi < v; });
+  return it != end && it->lo <= cp;
+}
+}  // namespace
+
+bool is_letter(uint32_t cp) {
+  if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
+  return cp != kInvalidCodePoint && in_ranges(cp, detail::kLetterRanges, detail::kLetterRanges_count);
+}
+
+bool is_number(uint32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  return cp != kInvalidCodePoint && in_ranges(cp, detail::kNumberRanges, detail::kNumberRanges_count);
+}
+
+bool is_whitespace(uint32_t cp) {
+  switch (cp) {
+    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
+    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+      return true;
+    default:
+      return cp >= 0x2000 && cp <= 0x200A;
+  }
+}
+
+const char* unicode_tables_version() { return detail::kUnicodeVersion; }
+
+}  // namespace squeeze::text

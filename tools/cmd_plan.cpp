@@ -1,0 +1,53 @@
+// tools/cmd_plan.cpp — `squeeze plan`: memory for a model at a context length (weights,
+// KV cache hybrid / all-global / MHA, activations) and whether it fits a device.
+#include <cstdio>
+
+#include "args.h"
+#include "command.h"
+#include "core/error.h"
+#include "model/config.h"
+#include "model/memory_plan.h"
+
+namespace {
+
+using namespace squeeze::model;
+
+int run_plan(int argc, char** argv) {
+  std::string names;
+  for (const auto& n : builtin_config_names()) names += (names.empty() ? "" : ", ") + n;
+  squeeze::cli::Args args("plan", "plan CONFIG [--ctx N] [--type Q4_K_M] [--kv bf16] [--device 24GB]",
+                          "Print the memory a model needs: weights, KV cache (hybrid local/global, all-global and\n"
+                          "MHA-style), activations, the total, and whether it fits a device.\n"
+                          "CONFIG is a built-in config (" + names + ").");
+  args.option({"-c", "--ctx"}, "N", "context length in tokens (default: the model's)")
+      .option({"--type"}, "TYPE", "weight type: Q4_K_M, Q4_K_S, Q5_K_M, Q6_K, Q8_0, F16, any ggml type, or bits per weight",
+              "Q4_K_M")
+      .option({"--kv"}, "TYPE", "KV cache element type: f32, f16, bf16, q8_0", "bf16")
+      .option({"--device"}, "SIZE", "device memory, e.g. 24GB, 24GiB, 80GB", "24GB")
+      .option({"--headroom"}, "N", "extra ring slots per local layer beyond the window", "0")
+      .option({"--batch"}, "N", "prefill batch for the activation estimate", "512");
+  if (!args.parse(argc, argv)) return 0;
+  const std::string& what = args.positional_at(0, "CONFIG");
+  if (args.positional().size() > 1) squeeze::fail("plan: one CONFIG expected, got ", args.positional().size());
+  // A GGUF path will be accepted here once the reader lands: config from metadata and
+  // PlanParams::weight_bytes from the tensor sizes.
+  if (what.size() > 5 && what.substr(what.size() - 5) == ".gguf") {
+    squeeze::fail("plan: reading GGUF files is not wired yet; use a built-in config (", names, ")");
+  }
+  const ModelConfig config = builtin_config(what);
+  PlanParams p;
+  p.n_ctx = args.has("--ctx") ? args.get_int("--ctx") : 0;
+  if (args.has("--ctx")) SQZ_CHECK(p.n_ctx > 0, "plan: --ctx must be positive (got ", p.n_ctx, ")");
+  p.weight_type = args.get("--type");
+  p.kv_type = kv_type_from_name(args.get("--kv"));
+  p.device_bytes = parse_byte_size(args.get("--device"));
+  p.local_headroom = args.get_int("--headroom");
+  p.batch = args.get_int("--batch");
+  const MemoryPlan plan = plan_memory(config, p);
+  std::fputs(format_plan(plan).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+SQZ_COMMAND("plan", "memory plan: weights, KV cache (hybrid/global/MHA), activations, fits?", run_plan);
