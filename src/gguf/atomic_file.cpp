@@ -1,0 +1,113 @@
+// gguf/atomic_file.cpp — temporary file + fsync + rename.
+#include "gguf/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace squeeze::gguf {
+namespace {
+
+constexpr size_t kBufferBytes = size_t{4} << 20;  // big enough that syscalls are not the cost
+
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string target) : target_(std::move(target)) {
+  SQZ_CHECK(!target_.empty() && target_.back() != '/', "'", target_, "' is not a file path");
+  struct stat st {};
+  if (::stat(target_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail("'", target_, "' is a directory");
+  // A unique name without mkstemp, so that open(O_CREAT, 0666) applies the umask the
+  // way any newly created file would get it.
+  static std::atomic<uint64_t> counter{0};
+  const auto stamp = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    temp_ = parent_dir(target_) + "/." + base_name(target_) + ".tmp-" + std::to_string(::getpid()) + "-" +
+            std::to_string(stamp % 1000000007u) + "-" + std::to_string(counter++);
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0 && errno != EEXIST) fail("cannot create '", temp_, "': ", std::strerror(errno));
+  }
+  SQZ_CHECK(fd_ >= 0, "cannot create a temporary file next to '", target_, "'");
+  buffer_.reserve(kBufferBytes);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::write_all(const uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail("write to '", temp_, "' failed: ", std::strerror(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void AtomicFile::flush() {
+  write_all(buffer_.data(), buffer_.size());
+  buffer_.clear();
+}
+
+void AtomicFile::write(std::span<const uint8_t> bytes) {
+  SQZ_CHECK(fd_ >= 0 && !committed_, "write to a closed AtomicFile");
+  written_ += bytes.size();
+  if (buffer_.size() + bytes.size() <= kBufferBytes) {
+    buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
+    return;
+  }
+  flush();
+  if (bytes.size() >= kBufferBytes) write_all(bytes.data(), bytes.size());  // large tensors bypass the buffer
+  else buffer_.assign(bytes.begin(), bytes.end());
+}
+
+void AtomicFile::write_zeros(uint64_t n) {
+  static const uint8_t kZeros[4096] = {};
+  while (n > 0) {
+    const size_t k = n < sizeof kZeros ? static_cast<size_t>(n) : sizeof kZeros;
+    write({kZeros, k});
+    n -= k;
+  }
+}
+
+void AtomicFile::commit() {
+  SQZ_CHECK(fd_ >= 0 && !committed_, "AtomicFile committed twice");
+  flush();
+  if (::fsync(fd_) != 0) fail("fsync of '", temp_, "' failed: ", std::strerror(errno));
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) fail("close of '", temp_, "' failed: ", std::strerror(errno));
+  if (::rename(temp_.c_str(), target_.c_str()) != 0)
+    fail("cannot rename '", temp_, "' to '", target_, "': ", std::strerror(errno));
+  committed_ = true;
+  // Persist the directory entry too; failure here cannot be undone, so it is not an error.
+  const int dir = ::open(parent_dir(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace squeeze::gguf

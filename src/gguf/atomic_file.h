@@ -1,0 +1,44 @@
+// gguf/atomic_file.h — write-to-temporary-then-rename, so the target is either the old
+// file or the complete new one, never half of one.
+//
+// The temporary lives in the target's directory (rename must not cross file systems)
+// under a hidden unique name. commit() flushes, fsyncs, renames and fsyncs the
+// directory; destroying an uncommitted AtomicFile removes the temporary.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace squeeze::gguf {
+
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string target);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  // Buffered append; throws squeeze::Error on I/O failure (e.g. disk full).
+  void write(std::span<const uint8_t> bytes);
+  void write_zeros(uint64_t n);
+  uint64_t size() const { return written_; }
+  const std::string& temp_path() const { return temp_; }
+
+  // Makes the new file visible at the target path.
+  void commit();
+
+ private:
+  void flush();
+  void write_all(const uint8_t* p, size_t n);
+
+  std::string target_;
+  std::string temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+  uint64_t written_ = 0;
+  std::vector<uint8_t> buffer_;
+};
+
+}  // namespace squeeze::gguf

@@ -1,0 +1,91 @@
+// tools/cmd_inspect.cpp — `squeeze inspect FILE.gguf`: header, metadata and tensor
+// table of a GGUF file (like gguf-dump), or the same as JSON with --json.
+#include <cinttypes>
+#include <cstdio>
+#include <iostream>
+
+#include "args.h"
+#include "command.h"
+#include "core/error.h"
+#include "gguf/json.h"
+#include "gguf/reader.h"
+
+namespace {
+
+using squeeze::gguf::File;
+using squeeze::gguf::TensorInfo;
+using squeeze::gguf::Value;
+using squeeze::gguf::ValueType;
+
+std::string type_label(const Value& v) {
+  if (const auto* a = v.array_if()) return "[" + std::string(value_type_name(a->element_type)) + "]";
+  return std::string(value_type_name(v.type()));
+}
+
+std::string human_bytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double x = static_cast<double>(n);
+  int u = 0;
+  while (x >= 1024.0 && u < 4) {
+    x /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", x, units[u]);
+  return buf;
+}
+
+void print_text(const File& f, size_t max_items) {
+  std::printf("file: %s\n", f.path().c_str());
+  std::printf("GGUF v%u, %zu metadata entries, %zu tensors, alignment %" PRIu64 ", data at offset %" PRIu64
+              ", %" PRIu64 " bytes\n\n",
+              f.version(), f.metadata().size(), f.tensors().size(), f.alignment(), f.data_offset(), f.file_size());
+
+  std::printf("metadata:\n");
+  size_t i = 0;
+  for (const auto& kv : f.metadata().entries())
+    std::printf("  %4zu: %-9s %s = %s\n", ++i, type_label(kv.value).c_str(), kv.key.c_str(),
+                kv.value.to_display(max_items).c_str());
+
+  size_t name_w = 4;
+  for (const TensorInfo& t : f.tensors()) name_w = std::max(name_w, t.name.size());
+  std::printf("\ntensors:\n  %5s  %-*s  %-7s  %-26s %14s %14s\n", "idx", static_cast<int>(name_w), "name", "type",
+              "shape", "bytes", "offset");
+  uint64_t params = 0, bytes = 0;
+  i = 0;
+  for (const TensorInfo& t : f.tensors()) {
+    std::printf("  %5zu  %-*s  %-7s  %-26s %14" PRIu64 " %14" PRIu64 "\n", i++, static_cast<int>(name_w),
+                t.name.c_str(), std::string(t.type_info().name).c_str(), t.shape_string().c_str(), t.n_bytes,
+                t.offset);
+    params += static_cast<uint64_t>(t.n_elements);
+    bytes += t.n_bytes;
+  }
+  const double bpw = params ? 8.0 * static_cast<double>(bytes) / static_cast<double>(params) : 0.0;
+  std::printf("\ntotals: %zu tensors, %" PRIu64 " parameters, %" PRIu64 " bytes (%s) of tensor data, %.4f bits per weight\n",
+              f.tensors().size(), params, bytes, human_bytes(bytes).c_str(), bpw);
+}
+
+int run_inspect(int argc, char** argv) {
+  squeeze::cli::Args args("inspect", "inspect FILE.gguf [--json] [--items N]",
+                          "Validate a GGUF file and print its header, metadata and tensor table.");
+  args.flag({"--json"}, "machine-readable output (full arrays)");
+  args.option({"--items"}, "N", "array items shown per metadata value in text output", "8");
+  if (!args.parse(argc, argv)) return 0;
+  const std::string& path = args.positional_at(0, "FILE.gguf");
+  if (args.positional().size() > 1) squeeze::fail("unexpected extra argument '", args.positional()[1], "'");
+  const int64_t items = args.get_int("--items");
+  if (items < 0) squeeze::fail("--items must be non-negative");
+
+  const File f(path);
+  if (args.has("--json")) {
+    // Non-UTF-8 bytes in strings are replaced rather than failing the whole dump.
+    std::cout << squeeze::gguf::file_to_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    print_text(f, static_cast<size_t>(items));
+  }
+  return 0;
+}
+
+}  // namespace
+
+SQZ_COMMAND("inspect", "header, metadata and tensor table of a GGUF file (--json for machines)", run_inspect);
