@@ -13,7 +13,7 @@ void Dispatcher::combine_push(const DispatchHandle& h, std::vector<std::byte>& s
   const int K = cfg_.K();
   for (int64_t i = 0; i < h.n_rows(); ++i)
     put_counted(h.src_rank[size_t(i)], comb_recv_, size_t(h.src_index[size_t(i)] * K + h.src_slot[size_t(i)]) * rb_,
-                &staging_[size_t(i) * rb_], rb_, true);
+                staging_.data() + (size_t(i) * rb_), rb_, true);
   t_.flush();
   for (int i = 0; i < R_; ++i) signal((me_ + i) % R_, f_comb_push_, me_);
   for (int s = 0; s < R_; ++s) t_.wait_flag(me_, f_comb_push_, s, epoch, s, "push combine: rows");
@@ -47,12 +47,12 @@ void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows, std::v
     for (int e = 0; e < EL_; ++e) {
       const int g = d * EL_ + e;
       const int64_t start = known ? h.dest_seg[size_t(g)] : seg[size_t(e * R_ + me_)];
-      get_counted(&staging_[size_t(h.send_begin[size_t(g)] - b) * rb_], d, out_pub_, size_t(start) * rb_,
+      get_counted(staging_.data() + (size_t(h.send_begin[size_t(g)] - b) * rb_), d, out_pub_, size_t(start) * rb_,
                   size_t(h.send_count[size_t(g)]) * rb_, true);
     }
     t_.flush();
     for (int64_t j = 0; j < n; ++j)
-      std::memcpy(&slots[size_t(h.send_rows[size_t(b + j)]) * rb_], &staging_[size_t(j) * rb_], rb_);
+      std::memcpy(slots.data() + (size_t(h.send_rows[size_t(b + j)]) * rb_), staging_.data() + (size_t(j) * rb_), rb_);
   }
 }
 
@@ -73,7 +73,7 @@ void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const floa
     if (out.out) std::memset(out.out + t * H, 0, size_t(H) * 4);
     for (int k = 0; k < K; ++k) {
       float* row = out.slot_rows ? out.slot_rows + (t * K + k) * H : tmp.data();
-      from_payload(&slots[size_t(t * K + k) * rb_], row, 1);
+      from_payload(slots.data() + (size_t(t * K + k) * rb_), row, 1);
       if (!out.out) continue;
       const float w = out.weighted ? h.gate[size_t(t * K + k)] : 1.0f;
       float* o = out.out + t * H;

@@ -57,9 +57,9 @@ void Dispatcher::dispatch_push_negotiated(DispatchHandle& h, const float* x, con
     for (int e = 0; e < EL_; ++e) {
       const int g = d * EL_ + e;
       const int64_t off = h.send_begin[size_t(g)] - b, cnt = h.send_count[size_t(g)];
-      put_counted(d, recv_, size_t(h.dest_seg[size_t(g)]) * rb_, &staging_[size_t(off) * rb_], size_t(cnt) * rb_,
+      put_counted(d, recv_, size_t(h.dest_seg[size_t(g)]) * rb_, staging_.data() + (size_t(off) * rb_), size_t(cnt) * rb_,
                   true);
-      put_counted(d, recv_meta_, size_t(h.dest_seg[size_t(g)]) * sizeof(RowMeta), &meta[size_t(off)],
+      put_counted(d, recv_meta_, size_t(h.dest_seg[size_t(g)]) * sizeof(RowMeta), meta.data() + (size_t(off)),
                   size_t(cnt) * sizeof(RowMeta), false);
     }
     t_.flush();  // staging is reused for the next destination
@@ -169,7 +169,7 @@ void Dispatcher::dispatch_cached(DispatchStyle style, const DispatchHandle& h, c
              row < end_seg;) {
           int64_t end = row + 1;
           while (end < end_seg && h.src_index[size_t(end)] == h.src_index[size_t(end - 1)] + 1) ++end;
-          get_counted(&rows[size_t(row) * rb_], s, tok_pub_, size_t(h.src_index[size_t(row)]) * rb_,
+          get_counted(rows.data() + (size_t(row) * rb_), s, tok_pub_, size_t(h.src_index[size_t(row)]) * rb_,
                       size_t(end - row) * rb_, true);
           row = end;
         }

@@ -168,8 +168,10 @@ void Dispatcher::dispatch_pull(DispatchHandle& h, const float* x, const Routing&
   to_payload(x, t_.local(tok_pub_), r.tokens);
   std::byte* rp = t_.local(route_pub_);
   std::memcpy(rp, &r.tokens, 8);
-  std::memcpy(rp + 8, r.expert.data(), r.expert.size() * 4);
-  std::memcpy(rp + 8 + size_t(T * K) * 4, r.gate.data(), r.gate.size() * 4);
+  if (!r.expert.empty()) {
+    std::memcpy(rp + 8, r.expert.data(), r.expert.size() * 4);
+    std::memcpy(rp + 8 + size_t(T * K) * 4, r.gate.data(), r.gate.size() * 4);
+  }
   const uint64_t epoch = ++pub_epoch_;
   t_.flag_add(me_, f_pub_, 0, 1);
 
@@ -179,7 +181,7 @@ void Dispatcher::dispatch_pull(DispatchHandle& h, const float* x, const Routing&
   for (int i = 0; i < R_; ++i) {
     const int s = (me_ + i) % R_;
     t_.wait_flag(s, f_pub_, 0, epoch, s, "pull dispatch: tokens published");
-    get_counted(&routes[route_bytes * size_t(s)], s, route_pub_, 0, route_bytes, false);
+    get_counted(routes.data() + (route_bytes * size_t(s)), s, route_pub_, 0, route_bytes, false);
   }
   t_.flush();
 
@@ -187,7 +189,7 @@ void Dispatcher::dispatch_pull(DispatchHandle& h, const float* x, const Routing&
   const int lo = me_ * EL_;
   std::vector<int64_t> counts(size_t(EL_ * R_), 0);
   auto source_view = [&](int s, int64_t& n, const int32_t*& ids, const float*& gates) {
-    const std::byte* base = &routes[route_bytes * size_t(s)];
+    const std::byte* base = routes.data() + (route_bytes * size_t(s));
     std::memcpy(&n, base, 8);
     SQZ_CHECK(n >= 0 && n <= T, "pull dispatch: rank ", s, " published ", n, " tokens (T=", T, ")");
     ids = reinterpret_cast<const int32_t*>(base + 8);
@@ -228,7 +230,7 @@ void Dispatcher::dispatch_pull(DispatchHandle& h, const float* x, const Routing&
     while (end < h.n_rows() && h.src_rank[size_t(end)] == h.src_rank[size_t(row)] &&
            h.src_index[size_t(end)] == h.src_index[size_t(end - 1)] + 1)
       ++end;
-    get_counted(&h.owned_rows_[size_t(row) * rb_], h.src_rank[size_t(row)], tok_pub_,
+    get_counted(h.owned_rows_.data() + (size_t(row) * rb_), h.src_rank[size_t(row)], tok_pub_,
                 size_t(h.src_index[size_t(row)]) * rb_, size_t(end - row) * rb_, true);
     row = end;
   }
