@@ -4,6 +4,7 @@
 //
 //   build/release/bench/bench_quant --benchmark_filter=Gemv --benchmark_min_time=1
 #include <benchmark/benchmark.h>
+#include <emmintrin.h>
 
 #include <cstring>
 #include <memory>
@@ -43,6 +44,34 @@ AlignedBuffer make_matrix(GgmlType type, int64_t rows, int64_t cols, uint32_t se
   for (int64_t r = 0; r < rows; ++r) std::memcpy(m.as<uint8_t>() + r * rb, q.data() + (r % seed_rows) * rb, rb);
   return m;
 }
+
+// The machine's read bandwidth with the pool's threads (SSE2 sum over 256 MiB): the
+// ceiling a GEMV's weight stream is compared with (% = Gemv GB/s / this).
+void BM_ReadBandwidth(benchmark::State& state) {
+  const size_t bytes = kRotateBytes;
+  AlignedBuffer buf(bytes);
+  std::memset(buf.data(), 1, bytes);
+  ThreadPool& pool = default_thread_pool();
+  const int64_t n = static_cast<int64_t>(bytes / 64);
+  for (auto _ : state) {
+    pool.parallel_for(0, n, [&](int64_t b, int64_t e) {
+      const auto* p = buf.as<__m128i>();
+      __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
+      for (int64_t i = b; i < e; ++i) {
+        s0 = _mm_add_epi64(s0, _mm_load_si128(p + 4 * i));
+        s1 = _mm_add_epi64(s1, _mm_load_si128(p + 4 * i + 1));
+        s2 = _mm_add_epi64(s2, _mm_load_si128(p + 4 * i + 2));
+        s3 = _mm_add_epi64(s3, _mm_load_si128(p + 4 * i + 3));
+      }
+      const __m128i s = _mm_add_epi64(_mm_add_epi64(s0, s1), _mm_add_epi64(s2, s3));
+      benchmark::DoNotOptimize(s);
+    }, {ThreadPool::Schedule::Static, 1024});
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(), benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["threads"] = pool.size();
+}
+BENCHMARK(BM_ReadBandwidth)->Name("Bandwidth/read")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Gemv(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols) {
   const size_t bytes = static_cast<size_t>(rows * quant::row_bytes(type, cols));
