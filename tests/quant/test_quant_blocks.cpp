@@ -188,6 +188,8 @@ TEST(QuantBadInput, OneLineErrors) {
   EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q4_K, .src = x.data(), .rows = 1, .cols = 100}, out.data()), Error);
   x[7] = NAN;
   EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q8_0, .src = x.data(), .rows = 1, .cols = 256}, out.data()), Error);
+  x[7] = 1e9f;  // beyond what Q4_0's f16 block scale can reach (65504·8)
+  EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q4_0, .src = x.data(), .rows = 1, .cols = 256}, out.data()), Error);
   x[7] = 1.0f;
   std::vector<float> imp(256, 1.0f);
   imp[3] = -1.0f;
