@@ -47,7 +47,7 @@ void dot_rows(int64_t n, const void* w, const void* a, int64_t stride, float* ou
   const int64_t nb = n / kQK;
   int64_t i = 0;
   for (; i + 2 <= nb; i += 2) {
-    _mm_prefetch(reinterpret_cast<const char*>(x + i) + 640, _MM_HINT_T0);
+    prefetch_ahead<64>(x + i);  // a pair of blocks: ≤ 68 bytes, ~one line
     step(i, acc);
     step(i + 1, acc2);
   }
