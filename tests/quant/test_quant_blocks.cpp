@@ -75,7 +75,7 @@ TEST(QuantBlocks, ScaleMinPackingRoundTrips) {
 // 6-bit / 8-bit quantization of the sub-block scales and mins, which shifts each
 // sub-block's step by up to half a scale unit (1/126 of the largest for 6-bit).
 constexpr double kSlackF16Scale = 1.05;  // statistical spread of 10^5 samples + f16 scales
-constexpr double kSlackKScales = 1.25;   // + 6-bit scales/mins (measured 0.8-1.0 × Δ²/12)
+constexpr double kSlackKScales = 1.25;   // + 6-bit scales/mins (measured ≈ 0.8 × Δ²/12 with them)
 
 struct GridModel {
   int group;      // elements sharing one step
