@@ -1,0 +1,138 @@
+// quant/dot_avx2_q8.cpp — AVX2 dots of the 32-element types (Q8_0, Q4_0) with Q8_0
+// activations, and the AVX2 activation quantizers (Q8_0, Q8_K). Compiled for AVX2.
+#include <cmath>
+
+#include "core/dtype.h"
+#include "quant/avx2_common.h"
+#include "quant/blocks.h"
+#include "quant/kernels_impl.h"
+
+namespace squeeze::quant::impl {
+namespace {
+
+using namespace avx2;
+
+// Decoded weight codes of one block as 32 signed bytes.
+inline __m256i codes(const BlockQ8_0& b) { return load(b.qs); }
+inline __m256i codes(const BlockQ4_0& b) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);  // elements 16..31 from the high nibbles
+  return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+}
+
+// NT activation rows share each decoded weight block (NT = 1 is the plain dot).
+template <typename Block, int NT>
+void dot_rows(int64_t n, const void* w, const void* a, int64_t stride, float* out) {
+  const auto* x = static_cast<const Block*>(w);
+  const BlockQ8_0* y[NT];
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const char*>(a) + t * stride);
+    acc[t] = _mm256_setzero_ps();
+  }
+  // Two blocks per step into separate accumulators (the FMA chain is the latency
+  // bound otherwise); one prefetch per pair (~one cache line of blocks).
+  auto step = [&](int64_t i, __m256* acc_row) {
+    const __m256i q = codes(x[i]);
+    const __m256i aq = _mm256_sign_epi8(q, q);
+    const float dx = half(x[i].d);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i p16 = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(load(y[t][i].qs), q));
+      const __m256i p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+      acc_row[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * half(y[t][i].d)), _mm256_cvtepi32_ps(p32), acc_row[t]);
+    }
+  };
+  __m256 acc2[NT];
+  for (int t = 0; t < NT; ++t) acc2[t] = _mm256_setzero_ps();
+  const int64_t nb = n / kQK;
+  int64_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    prefetch_ahead<64>(x + i);  // a pair of blocks: ≤ 68 bytes, ~one line
+    step(i, acc);
+    step(i + 1, acc2);
+  }
+  if (i < nb) step(i, acc);
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_add_ps(acc[t], acc2[t]);
+  for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+}
+
+template <typename Block>
+void dot_multi(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out) {
+  switch (nt) {
+    case 1: return dot_rows<Block, 1>(n, w, a, stride, out);
+    case 2: return dot_rows<Block, 2>(n, w, a, stride, out);
+    case 3: return dot_rows<Block, 3>(n, w, a, stride, out);
+    default: return dot_rows<Block, 4>(n, w, a, stride, out);
+  }
+}
+
+// Codes round(x·id) of 32 floats, packed to 32 i8 in element order.
+inline __m256i round_pack(const float* x, __m256 id) {
+  __m256i v[4];
+  for (int k = 0; k < 4; ++k) v[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), id));
+  // packs interleave 128-bit lanes; the permute restores element order.
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+inline float abs_max(const float* x, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+}  // namespace
+
+float avx2_dot_q8_0(int64_t n, const void* w, const void* a) {
+  float r;
+  dot_rows<BlockQ8_0, 1>(n, w, a, 0, &r);
+  return r;
+}
+void avx2_multi_q8_0(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {
+  dot_multi<BlockQ8_0>(n, w, a, s, nt, out);
+}
+float avx2_dot_q4_0(int64_t n, const void* w, const void* a) {
+  float r;
+  dot_rows<BlockQ4_0, 1>(n, w, a, 0, &r);
+  return r;
+}
+void avx2_multi_q4_0(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {
+  dot_multi<BlockQ4_0>(n, w, a, s, nt, out);
+}
+
+// Same arithmetic as ref_quantize_act_q8_0 (x·(127/amax), ties to even), same bytes.
+void avx2_quantize_act_q8_0(const float* x, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_0*>(dst);
+  for (int64_t i = 0; i < n / kQK; ++i, x += kQK) {
+    const float amax = abs_max(x, kQK);
+    b[i].d = f32_to_f16(amax / 127.0f);
+    const __m256 id = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), round_pack(x, id));
+  }
+}
+
+void avx2_quantize_act_q8_k(const float* x, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_K*>(dst);
+  for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
+    const float amax = abs_max(x, kQK_K);
+    b[i].d = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+    for (int k = 0; k < kQK_K / 32; ++k) {
+      const __m256i q = round_pack(x + 32 * k, id);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs + 32 * k), q);
+      // Sums of 16 codes: i8 -> i16, pairwise adds down to one per 16-group.
+      const __m256i s16 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+      // s16 holds 8 i32 sums of 4 codes: lanes 0-3 group 2k, lanes 4-7 group 2k+1.
+      const __m128i lo = _mm256_castsi256_si128(s16), hi = _mm256_extracti128_si256(s16, 1);
+      const __m128i h = _mm_hadd_epi32(_mm_hadd_epi32(lo, hi), _mm_setzero_si128());
+      b[i].bsums[2 * k] = static_cast<int16_t>(_mm_extract_epi32(h, 0));
+      b[i].bsums[2 * k + 1] = static_cast<int16_t>(_mm_extract_epi32(h, 1));
+    }
+  }
+}
+
+}  // namespace squeeze::quant::impl

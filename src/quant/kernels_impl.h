@@ -1,0 +1,49 @@
+// quant/kernels_impl.h — internal: the per-type kernel functions the traits tables
+// (traits.cpp) point at. ref_* are the scalar references; avx2_* live in the
+// dot_avx2_*.cpp translation units compiled for AVX2.
+#pragma once
+
+#include <cstdint>
+
+namespace squeeze::quant::impl {
+
+// ---- scalar references: quantize (importance may be null) / dequantize / dot ----
+#define SQZ_QUANT_REF_DECL(T)                                                      \
+  void ref_quantize_##T(const float* x, void* dst, int64_t n, const float* importance); \
+  void ref_dequantize_##T(const void* src, float* y, int64_t n);                   \
+  float ref_dot_##T(int64_t n, const void* w, const void* a);
+SQZ_QUANT_REF_DECL(f32)
+SQZ_QUANT_REF_DECL(f16)
+SQZ_QUANT_REF_DECL(bf16)
+SQZ_QUANT_REF_DECL(q8_0)
+SQZ_QUANT_REF_DECL(q4_0)
+SQZ_QUANT_REF_DECL(q4_k)
+SQZ_QUANT_REF_DECL(q5_k)
+SQZ_QUANT_REF_DECL(q6_k)
+#undef SQZ_QUANT_REF_DECL
+void ref_quantize_q8_k(const float* x, void* dst, int64_t n, const float* importance);
+void ref_dequantize_q8_k(const void* src, float* y, int64_t n);
+// Round-to-nearest activation quantizers.
+void ref_quantize_act_q8_0(const float* x, void* dst, int64_t n);
+void ref_quantize_act_q8_k(const float* x, void* dst, int64_t n);
+
+// ---- AVX2 ----
+float avx2_dot_f32(int64_t n, const void* w, const void* a);
+float avx2_dot_f16(int64_t n, const void* w, const void* a);
+float avx2_dot_bf16(int64_t n, const void* w, const void* a);
+void avx2_multi_f32(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out);
+void avx2_multi_f16(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out);
+void avx2_multi_bf16(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out);
+#define SQZ_QUANT_AVX2_DECL(T)                                \
+  float avx2_dot_##T(int64_t n, const void* w, const void* a); \
+  void avx2_multi_##T(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out);
+SQZ_QUANT_AVX2_DECL(q8_0)
+SQZ_QUANT_AVX2_DECL(q4_0)
+SQZ_QUANT_AVX2_DECL(q4_k)
+SQZ_QUANT_AVX2_DECL(q5_k)
+SQZ_QUANT_AVX2_DECL(q6_k)
+#undef SQZ_QUANT_AVX2_DECL
+void avx2_quantize_act_q8_0(const float* x, void* dst, int64_t n);
+void avx2_quantize_act_q8_k(const float* x, void* dst, int64_t n);
+
+}  // namespace squeeze::quant::impl

@@ -1,0 +1,97 @@
+// quant/matmul.cpp — threaded quantized GEMV and tiled GEMM over the traits' kernels.
+#include "quant/matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/error.h"
+#include "kernels/cpu/parallel.h"
+
+namespace squeeze::quant {
+namespace {
+
+const QuantTraits& check(const QMatrix& W, const QuantTraits* kernels) {
+  const QuantTraits& t = kernels ? *kernels : traits(W.type);
+  SQZ_CHECK(t.type == W.type, "matmul: kernels for ", t.name, " given a ", traits(W.type).name, " matrix");
+  SQZ_CHECK(t.vec_dot != nullptr, "matmul: ", t.name, " has no dot kernel");
+  SQZ_CHECK(W.rows >= 0 && W.cols > 0 && W.cols % t.block_size == 0, "matmul: ", t.name, " matrix of ", W.rows,
+            " x ", W.cols, " (row length must be a multiple of ", t.block_size, ")");
+  SQZ_CHECK(W.data != nullptr || W.rows == 0, "matmul: null weights");
+  return t;
+}
+
+// Quantizes M activation rows to the dot type; returns the row stride in bytes.
+int64_t quantize_activations(const QuantTraits& t, const float* X, int64_t ldx, int64_t M, int64_t K,
+                             AlignedBuffer& buf, ThreadPool* pool) {
+  if (t.dot_type == GgmlType::F32) return 0;  // used in place
+  // The weight kernels' ISA (the AVX2 and scalar quantizers write identical bytes).
+  const QuantTraits* at = traits_for(t.dot_type, t.isa);
+  SQZ_CHECK(at && at->quantize_act_row, "matmul: no activation quantizer for ", t.name);
+  const int64_t stride = (K / at->block_size * at->block_bytes + 63) / 64 * 64;
+  if (buf.size() < static_cast<size_t>(stride * M)) buf = AlignedBuffer(static_cast<size_t>(stride * M));
+  auto body = [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) at->quantize_act_row(X + m * ldx, buf.as<uint8_t>() + m * stride, K);
+  };
+  if (pool) pool->parallel_for(0, M, body, {ThreadPool::Schedule::Static, 8});
+  else body(0, M);
+  return stride;
+}
+
+thread_local AlignedBuffer t_act;
+
+}  // namespace
+
+void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const QuantTraits* kernels) {
+  const QuantTraits& t = check(W, kernels);
+  const int64_t K = W.cols;
+  const int64_t stride = quantize_activations(t, x, K, 1, K, t_act, nullptr);
+  const void* act = stride ? t_act.data() : static_cast<const void*>(x);
+  const int64_t rb = W.cols / t.block_size * t.block_bytes;
+  const auto* w = static_cast<const uint8_t*>(W.data);
+  const auto dot = t.vec_dot;
+  // Static contiguous ranges keep each thread streaming one long stretch of W.
+  pool.parallel_for(0, W.rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) y[r] = dot(K, w + r * rb, act);
+  }, {ThreadPool::Schedule::Static, 8});
+}
+
+void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
+  const QuantTraits& t = check(W, p.kernels);
+  const int64_t K = W.cols, M = p.M;
+  const int64_t ldx = p.ldx ? p.ldx : K, ldy = p.ldy ? p.ldy : W.rows;
+  SQZ_CHECK(M >= 0 && ldx >= K && ldy >= W.rows, "gemm: bad strides");
+  if (M == 0 || W.rows == 0) return;
+  SQZ_CHECK(p.X != nullptr && p.Y != nullptr, "gemm: null buffer");
+  if (t.type == GgmlType::F32 && !p.kernels) {
+    // f32 weights: the f32 GEMM (OpenBLAS for large products) beats a dot-based tile.
+    kernels::cpu::gemm_nt(pool, p.X, ldx, static_cast<const float*>(W.data), K, p.Y, ldy, M, W.rows, K);
+    return;
+  }
+  AlignedBuffer act;
+  int64_t stride = quantize_activations(t, p.X, ldx, M, K, act, &pool);
+  const uint8_t* abase = act.as<uint8_t>();
+  if (stride == 0) stride = ldx * static_cast<int64_t>(sizeof(float)), abase = reinterpret_cast<const uint8_t*>(p.X);
+  const int64_t rb = K / t.block_size * t.block_bytes;
+  const auto* w = static_cast<const uint8_t*>(W.data);
+  // A tile of weight rows sized to stay in L2 (~256 KiB) while every token group of
+  // kMaxDotRows passes over it; the token group's activations stay in L1/L2.
+  const int64_t tile = std::clamp<int64_t>((256 << 10) / std::max<int64_t>(rb, 1), 4, 256);
+  const auto multi = t.dot_multi;
+  pool.parallel_for(0, (W.rows + tile - 1) / tile, [&](int64_t t0, int64_t t1) {
+    float out[kMaxDotRows];
+    for (int64_t ti = t0; ti < t1; ++ti) {
+      const int64_t r0 = ti * tile, r1 = std::min(W.rows, r0 + tile);
+      for (int64_t m = 0; m < M; m += kMaxDotRows) {
+        const int nt = static_cast<int>(std::min<int64_t>(kMaxDotRows, M - m));
+        for (int64_t r = r0; r < r1; ++r) {
+          multi(K, w + r * rb, abase + m * stride, stride, nt, out);
+          for (int i = 0; i < nt; ++i) p.Y[(m + i) * ldy + r] = out[i];
+        }
+      }
+    }
+  }, {ThreadPool::Schedule::Dynamic, 1});
+}
+
+}  // namespace squeeze::quant

@@ -1,0 +1,41 @@
+// quant/matmul.h — multithreaded products with quantized weight matrices:
+// GEMV for decode (one token) and a tiled GEMM for batches (prefill).
+//
+// W holds `rows` weight rows of `cols` elements each, as a GGUF tensor stores them
+// (ne[0] = cols), every row row_bytes(type, cols) bytes. The activation is quantized
+// once to the type's dot_type (Q8_K / Q8_0; f32 rows stay f32) and every dot uses the
+// traits' kernels, so results match vec_dot of the same rows exactly.
+#pragma once
+
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "quant/traits.h"
+
+namespace squeeze::quant {
+
+struct QMatrix {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0;  // output features
+  int64_t cols = 0;  // input features (multiple of the block size)
+};
+
+// y[rows] = W · x[cols]. `kernels` selects an ISA's table (tests); null = active one.
+void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const QuantTraits* kernels = nullptr);
+
+struct GemmParams {
+  const float* X = nullptr;  // [M, W.cols], row stride ldx
+  int64_t M = 0;
+  int64_t ldx = 0;           // 0 = W.cols
+  float* Y = nullptr;        // [M, W.rows], row stride ldy; overwritten
+  int64_t ldy = 0;           // 0 = W.rows
+  const QuantTraits* kernels = nullptr;  // null = active ISA
+};
+
+// Y = X · Wᵀ. Each X row is quantized once; weight rows are split into tiles over the
+// pool, and each weight block is decoded once for up to kMaxDotRows tokens. F32 weights
+// without explicit kernels go to kernels::cpu::gemm_nt (OpenBLAS for large products).
+void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p);
+
+}  // namespace squeeze::quant

@@ -1,0 +1,98 @@
+// quant/traits.cpp — the per-ISA traits tables and their lookup.
+#include "quant/traits.h"
+
+#include <array>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "quant/kernels_impl.h"
+
+namespace squeeze::quant {
+namespace {
+
+using namespace impl;
+
+// Calls vec_dot once per activation row: the scalar reference of dot_multi.
+template <float (*Dot)(int64_t, const void*, const void*)>
+void ref_multi(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out) {
+  for (int t = 0; t < nt; ++t) out[t] = Dot(n, w, static_cast<const char*>(a) + t * stride);
+}
+
+constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                               GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+#define SQZ_REF_ROW(T, ENUM, NAME, BS, BB, DOT_T, ACT)                                                      \
+  QuantTraits{GgmlType::ENUM, Isa::Scalar, NAME, BS, BB, GgmlType::DOT_T, ref_dequantize_##T, ref_quantize_##T, ACT, \
+              ref_dot_##T, ref_multi<ref_dot_##T>}
+#define SQZ_AVX2_ROW(T, ENUM, NAME, BS, BB, DOT_T, ACT) \
+  QuantTraits{GgmlType::ENUM, Isa::Avx2, NAME, BS, BB, GgmlType::DOT_T, ref_dequantize_##T, ref_quantize_##T, ACT, avx2_dot_##T, avx2_multi_##T}
+
+const std::array kScalar{
+    SQZ_REF_ROW(f32, F32, "F32", 1, 4, F32, nullptr),
+    SQZ_REF_ROW(f16, F16, "F16", 1, 2, F32, nullptr),
+    SQZ_REF_ROW(bf16, BF16, "BF16", 1, 2, F32, nullptr),
+    SQZ_REF_ROW(q8_0, Q8_0, "Q8_0", 32, 34, Q8_0, ref_quantize_act_q8_0),
+    SQZ_REF_ROW(q4_0, Q4_0, "Q4_0", 32, 18, Q8_0, nullptr),
+    SQZ_REF_ROW(q4_k, Q4_K, "Q4_K", 256, 144, Q8_K, nullptr),
+    SQZ_REF_ROW(q5_k, Q5_K, "Q5_K", 256, 176, Q8_K, nullptr),
+    SQZ_REF_ROW(q6_k, Q6_K, "Q6_K", 256, 210, Q8_K, nullptr),
+    QuantTraits{GgmlType::Q8_K, Isa::Scalar, "Q8_K", 256, 292, GgmlType::Q8_K, ref_dequantize_q8_k, ref_quantize_q8_k,
+                ref_quantize_act_q8_k, nullptr, nullptr},
+};
+
+const std::array kAvx2{
+    SQZ_AVX2_ROW(f32, F32, "F32", 1, 4, F32, nullptr),
+    SQZ_AVX2_ROW(f16, F16, "F16", 1, 2, F32, nullptr),
+    SQZ_AVX2_ROW(bf16, BF16, "BF16", 1, 2, F32, nullptr),
+    SQZ_AVX2_ROW(q8_0, Q8_0, "Q8_0", 32, 34, Q8_0, avx2_quantize_act_q8_0),
+    SQZ_AVX2_ROW(q4_0, Q4_0, "Q4_0", 32, 18, Q8_0, nullptr),
+    SQZ_AVX2_ROW(q4_k, Q4_K, "Q4_K", 256, 144, Q8_K, nullptr),
+    SQZ_AVX2_ROW(q5_k, Q5_K, "Q5_K", 256, 176, Q8_K, nullptr),
+    SQZ_AVX2_ROW(q6_k, Q6_K, "Q6_K", 256, 210, Q8_K, nullptr),
+    QuantTraits{GgmlType::Q8_K, Isa::Avx2, "Q8_K", 256, 292, GgmlType::Q8_K, ref_dequantize_q8_k, ref_quantize_q8_k,
+                avx2_quantize_act_q8_k, nullptr, nullptr},
+};
+
+template <size_t N>
+const QuantTraits* find(const std::array<QuantTraits, N>& table, GgmlType type) {
+  for (const auto& t : table)
+    if (t.type == type) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+const QuantTraits* traits_for(GgmlType type, Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return find(kScalar, type);
+    case Isa::Avx2: return cpu_features().has_avx2_fma() ? find(kAvx2, type) : nullptr;
+    case Isa::Avx512: return nullptr;  // AVX2 kernels run on AVX-512 CPUs
+  }
+  return nullptr;
+}
+
+const QuantTraits& traits(GgmlType type) {
+  // Fixed once, from the f32 kernels' choice (SQUEEZE_ISA applies to both).
+  static const Isa isa = kernels::cpu::active_isa() == Isa::Scalar ? Isa::Scalar : Isa::Avx2;
+  const QuantTraits* t = traits_for(type, isa);
+  if (!t) t = traits_for(type, Isa::Scalar);
+  if (!t) {
+    const auto info = gguf::ggml_type_info(static_cast<uint32_t>(type));
+    fail("tensor type ", info ? info->name : "unknown", " (id ", static_cast<uint32_t>(type),
+         ") is not supported by squeeze's kernels");
+  }
+  return *t;
+}
+
+bool is_supported(GgmlType type) { return traits_for(type, Isa::Scalar) != nullptr; }
+
+std::span<const GgmlType> supported_types() { return kTypes; }
+
+int64_t row_bytes(GgmlType type, int64_t n) {
+  const QuantTraits& t = traits(type);
+  SQZ_CHECK(n >= 0 && n % t.block_size == 0, "row of ", n, " elements is not a multiple of ", t.name, "'s block of ",
+            t.block_size);
+  return n / t.block_size * t.block_bytes;
+}
+
+}  // namespace squeeze::quant

@@ -1,0 +1,153 @@
+// tests/quant/test_quant_matmul.cpp — threaded quantized GEMV and tiled GEMM against
+// the traits' own dot (bit-exact) and against a float64 reference (bounded by the
+// activation quantization).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "quant/matmul.h"
+#include "quant/quantize.h"
+#include "quant_test_util.h"
+
+namespace squeeze::quant {
+namespace {
+
+struct Problem {
+  int64_t rows, cols;
+  std::vector<uint8_t> w;
+  std::vector<float> wf;  // dequantized W
+};
+
+Problem make_problem(GgmlType type, int64_t rows, int64_t cols) {
+  Problem p{rows, cols, {}, {}};
+  const auto x = test::gaussian(rows * cols);
+  p.w = quantize_tensor({.type = type, .src = x.data(), .rows = rows, .cols = cols});
+  p.wf = dequantize_tensor(type, p.w.data(), rows, cols);
+  return p;
+}
+
+// |W·x − W·x̂| where x̂ is x quantized to the dot type: each activation element moves by
+// at most half its grid step (d/2, plus the f16 rounding of a Q8_0 d: 127·2^-11·d), so
+// the float64 reference is off by at most Σ|w|·step/2; f32 summation adds γ·Σ|w||x|.
+std::vector<double> reference_bounds(const QuantTraits& t, const Problem& p, const float* x, std::vector<double>& bound) {
+  std::vector<double> y(p.rows);
+  bound.assign(p.rows, 0.0);
+  std::vector<double> half_step(p.cols, 0.0);
+  if (t.dot_type != GgmlType::F32) {
+    const int bs = t.dot_type == GgmlType::Q8_K ? kQK_K : kQK;
+    const double f16_slack = t.dot_type == GgmlType::Q8_0 ? 127.0 / 2048.0 : 0.0;
+    for (int64_t b = 0; b < p.cols; b += bs) {
+      double amax = 0;
+      for (int i = 0; i < bs; ++i) amax = std::max(amax, std::fabs(static_cast<double>(x[b + i])));
+      for (int i = 0; i < bs; ++i) half_step[b + i] = amax / 127.0 * (0.5 + f16_slack) * 1.0001;
+    }
+  }
+  for (int64_t r = 0; r < p.rows; ++r) {
+    const auto off = test::code_zero_offsets(t.type, p.w.data() + r * row_bytes(t.type, p.cols), p.cols);
+    double s = 0, mag = 0, qerr = 0;
+    for (int64_t c = 0; c < p.cols; ++c) {
+      const double w = p.wf[r * p.cols + c];
+      s += w * x[c];
+      mag += (std::fabs(w) + 2 * std::fabs(off[c])) * (std::fabs(x[c]) + half_step[c]);
+      qerr += std::fabs(w) * half_step[c];
+    }
+    y[r] = s;
+    const int64_t terms = t.block_size == 1 ? p.cols : p.cols / t.block_size;
+    bound[r] = qerr + 1.01 * static_cast<double>(terms + 10) * test::kU * mag + 1e-30;
+  }
+  return y;
+}
+
+class Matmul : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(Matmul, GemvMatchesDotAndFloat64) {
+  const GgmlType type = GetParam();
+  const Problem p = make_problem(type, 67, 1024 + 256);
+  const auto x = test::gaussian(p.cols);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+    const QuantTraits* t = traits_for(type, isa);
+    if (!t) continue;
+    std::vector<float> y(p.rows);
+    gemv(default_thread_pool(), {type, p.w.data(), p.rows, p.cols}, x.data(), y.data(), t);
+    std::vector<double> bound;
+    const auto ref = reference_bounds(*t, p, x.data(), bound);
+    // The same activation row through vec_dot: identical bits.
+    std::vector<uint8_t> act;
+    const void* a = x.data();
+    if (t->dot_type != GgmlType::F32) {
+      act.resize(row_bytes(t->dot_type, p.cols));
+      traits_for(t->dot_type, isa)->quantize_act_row(x.data(), act.data(), p.cols);
+      a = act.data();
+    }
+    const int64_t rb = row_bytes(type, p.cols);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      EXPECT_EQ(y[r], t->vec_dot(p.cols, p.w.data() + r * rb, a)) << t->name << " row " << r;
+      EXPECT_NEAR(y[r], ref[r], bound[r]) << t->name << " row " << r;
+    }
+  }
+}
+
+TEST_P(Matmul, GemmMatchesDotAndFloat64) {
+  const GgmlType type = GetParam();
+  const Problem p = make_problem(type, 45, 512);
+  for (const int64_t M : {1, 3, 4, 9}) {
+    const int64_t ldx = p.cols + 3, ldy = p.rows + 5;
+    const auto X = test::gaussian(M * ldx);
+    for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+      const QuantTraits* t = traits_for(type, isa);
+      if (!t) continue;
+      std::vector<float> Y(M * ldy, -7.0f);
+      gemm(default_thread_pool(), {type, p.w.data(), p.rows, p.cols},
+           {.X = X.data(), .M = M, .ldx = ldx, .Y = Y.data(), .ldy = ldy, .kernels = t});
+      for (int64_t m = 0; m < M; ++m) {
+        std::vector<float> y(p.rows);
+        gemv(default_thread_pool(), {type, p.w.data(), p.rows, p.cols}, X.data() + m * ldx, y.data(), t);
+        std::vector<double> bound;
+        const auto ref = reference_bounds(*t, p, X.data() + m * ldx, bound);
+        for (int64_t r = 0; r < p.rows; ++r) {
+          EXPECT_EQ(Y[m * ldy + r], y[r]) << t->name << " M=" << M << " m=" << m << " r=" << r;
+          EXPECT_NEAR(Y[m * ldy + r], ref[r], bound[r]);
+        }
+        for (int64_t r = p.rows; r < ldy; ++r) EXPECT_EQ(Y[m * ldy + r], -7.0f);  // padding untouched
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Matmul,
+                         ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                         [](const auto& info) { return std::string(traits(info.param).name); });
+
+TEST(MatmulF32, DefaultGemmUsesF32PathWithinSummationBound) {
+  // F32 weights without explicit kernels take kernels::cpu::gemm_nt (BLAS for large
+  // products): any summation order stays within Higham's γ_K·Σ|w||x|.
+  const Problem p = make_problem(GgmlType::F32, 70, 300);
+  const int64_t M = 33;
+  const auto X = test::gaussian(M * p.cols);
+  std::vector<float> Y(M * p.rows);
+  gemm(default_thread_pool(), {GgmlType::F32, p.w.data(), p.rows, p.cols}, {.X = X.data(), .M = M, .Y = Y.data()});
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t r = 0; r < p.rows; ++r) {
+      double s = 0, mag = 0;
+      for (int64_t c = 0; c < p.cols; ++c) {
+        s += static_cast<double>(p.wf[r * p.cols + c]) * X[m * p.cols + c];
+        mag += std::fabs(p.wf[r * p.cols + c] * X[m * p.cols + c]);
+      }
+      ASSERT_NEAR(Y[m * p.rows + r], s, 1.01 * (p.cols + 2) * test::kU * mag + 1e-30);
+    }
+}
+
+TEST(MatmulBadInput, Errors) {
+  std::vector<uint8_t> w(144 * 4);
+  std::vector<float> x(256), y(4);
+  EXPECT_THROW(gemv(default_thread_pool(), {GgmlType::Q4_K, w.data(), 4, 200}, x.data(), y.data()), Error);
+  EXPECT_THROW(gemv(default_thread_pool(), {GgmlType::Q4_K, w.data(), 4, 256}, x.data(), y.data(),
+                    traits_for(GgmlType::Q8_0, Isa::Scalar)),
+               Error);
+  EXPECT_THROW(gemv(default_thread_pool(), {GgmlType::Q2_K, w.data(), 4, 256}, x.data(), y.data()), Error);
+}
+
+}  // namespace
+}  // namespace squeeze::quant
