@@ -45,13 +45,13 @@ void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool 
     const int64_t count = run.len * D;
     if (kv.type == KvType::F32) {
       for (size_t off = 0; off < static_cast<size_t>(count) * 4 && pf_done < pf_bytes; off += 64, pf_done += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
       std::memcpy(dst, src, static_cast<size_t>(count) * 4);
     } else {
       const auto* h = reinterpret_cast<const __m128i*>(src);
       for (int64_t i = 0; i < count; i += 8) {
         if ((i & 31) == 0 && pf_done < pf_bytes) {  // one 64-byte line per 32 halves read
-          _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
           pf_done += 64;
         }
         _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(h + i / 8)));
@@ -62,8 +62,8 @@ void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool 
   }
 }
 
-// Prefetch distance in keys: two tiles (16 KiB of K and 16 KiB of V per head at D = 128).
-constexpr int64_t kPrefetchKeys = 2 * kTile;
+// Prefetch distance in keys: four tiles (32 KiB of K and of V per head at D = 128), into L2.
+constexpr int64_t kPrefetchKeys = 4 * kTile;
 
 // Eight horizontal sums in one vector: lane i = sum of the lanes of a_i.
 inline __m256 hsum8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6, __m256 a7) {
