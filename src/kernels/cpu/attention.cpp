@@ -1,0 +1,183 @@
+// kernels/cpu/attention.cpp — the attention driver: validates shapes, cuts the work into
+// (query tile, KV head, key split) tasks, runs them on the pool, merges split partials.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_kernel.h"
+
+namespace squeeze::kernels::cpu {
+
+size_t kv_type_size(KvType t) { return t == KvType::F32 ? 4 : 2; }
+const char* kv_type_name(KvType t) { return t == KvType::F32 ? "f32" : "f16"; }
+
+float AttentionParams::effective_scale() const {
+  return scale != 0.0f ? scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+}
+
+void AttentionParams::validate() const {
+  SQZ_CHECK(n_heads > 0 && n_kv_heads > 0 && head_dim > 0, "attention: heads (", n_heads, "), KV heads (", n_kv_heads,
+            ") and head_dim (", head_dim, ") must be positive");
+  SQZ_CHECK(n_heads % n_kv_heads == 0, "attention: ", n_heads, " query heads are not a multiple of ", n_kv_heads,
+            " KV heads");
+  SQZ_CHECK(window >= 0, "attention: negative window ", window);
+  SQZ_CHECK(std::isfinite(scale), "attention: scale is not finite");
+}
+
+bool attention_isa_available(Isa isa) {
+  if (isa == Isa::Scalar) return true;
+  if (isa == Isa::Avx2) return cpu_features().has_avx2_fma();
+  return false;
+}
+
+namespace {
+
+// A view is usable when every position it claims to hold maps to an existing block.
+void validate_view(const KvLayerView& kv) {
+  SQZ_CHECK(kv.block_slots > 0 && !kv.blocks.empty(), "attention: KV view has no storage");
+  SQZ_CHECK(kv.pos_begin >= 0 && kv.pos_begin <= kv.pos_end, "attention: KV view holds a bad range [", kv.pos_begin,
+            ", ", kv.pos_end, ")");
+  const int64_t slots = static_cast<int64_t>(kv.blocks.size()) * kv.block_slots;
+  if (kv.ring_slots > 0) {
+    SQZ_CHECK(kv.ring_slots <= slots, "attention: ring of ", kv.ring_slots, " slots exceeds its ", slots, " slots");
+    SQZ_CHECK(kv.pos_end - kv.pos_begin <= kv.ring_slots, "attention: ring view holds more positions than slots");
+  } else {
+    SQZ_CHECK(kv.pos_end <= slots, "attention: KV view holds position ", kv.pos_end - 1, " beyond its ", slots, " slots");
+  }
+  for (const std::byte* b : kv.blocks) SQZ_CHECK(b != nullptr, "attention: KV view has a null block");
+}
+
+attn::Kernel choose_kernel(const AttentionTuning& tuning, int64_t head_dim) {
+  const Isa want = tuning.isa ? *tuning.isa : active_isa();
+  if (tuning.isa) SQZ_CHECK(attention_isa_available(want), "attention: ", isa_name(want), " is not available here");
+  if (want != Isa::Scalar && attention_isa_available(Isa::Avx2) && head_dim % 8 == 0) return attn::run_task_avx2;
+  return attn::run_task_scalar;
+}
+
+struct TaskSlot {
+  int64_t tile, kv_head, split, n_splits;
+  int64_t partial_offset;  // floats into the partial buffer (split tasks only)
+};
+
+// Below this many (query tile, KV head) tasks the driver splits key ranges (decode).
+constexpr int64_t kFewTasks = 16;
+// Keys per split: 1024 keys of one head are 256 KiB of f16 K + V at D = 128, so the merge
+// (rows x D per split) and the scheduling cost are noise next to the split's own work.
+constexpr int64_t kKeysPerSplit = 1024;
+
+}  // namespace
+
+void attention(ThreadPool& pool, const AttentionParams& p, const KvLayerView& kv, const AttentionBatch& b,
+               const AttentionTuning& tuning) {
+  p.validate();
+  SQZ_CHECK(b.n_queries >= 0 && b.pos0 >= 0, "attention: bad query count or position");
+  if (b.n_queries == 0) return;
+  validate_view(kv);
+  SQZ_CHECK(kv.n_kv_heads == p.n_kv_heads && kv.head_dim == p.head_dim, "attention: KV view has ", kv.n_kv_heads, "x",
+            kv.head_dim, " heads, params want ", p.n_kv_heads, "x", p.head_dim);
+  SQZ_CHECK(b.q != nullptr && b.out != nullptr, "attention: null q or out");
+  const int64_t D = p.head_dim, H = p.n_heads, G = H / p.n_kv_heads;
+  const int64_t q_stride = b.q_stride ? b.q_stride : H * D, out_stride = b.out_stride ? b.out_stride : H * D;
+  SQZ_CHECK(q_stride >= H * D && out_stride >= H * D, "attention: row stride shorter than n_heads * head_dim");
+  const attn::Task shape{.kv = &kv, .group = G, .pos0 = b.pos0, .window = p.window};
+  const int64_t first_needed = shape.first_key(b.pos0), last_pos = b.pos0 + b.n_queries - 1;
+  SQZ_CHECK(first_needed >= kv.pos_begin && last_pos < kv.pos_end, "attention: queries at [", b.pos0, ", ", last_pos,
+            "] need keys [", first_needed, ", ", last_pos, "] but the cache holds [", kv.pos_begin, ", ", kv.pos_end,
+            ") — append the chunk's K/V first, and keep chunks within the ring's headroom");
+
+  const attn::Kernel kernel = choose_kernel(tuning, D);
+  const int64_t q_tile = tuning.query_tile > 0 ? std::min(tuning.query_tile, b.n_queries)
+                                               : (b.n_queries == 1 ? 1 : std::clamp<int64_t>(64 / G, 1, b.n_queries));
+  const int64_t n_tiles = (b.n_queries + q_tile - 1) / q_tile;
+  const int64_t base_tasks = n_tiles * p.n_kv_heads;
+
+  // Tasks, the longest (latest) query tiles first so that dynamic scheduling balances.
+  // Per calling thread, reused across calls (no allocation once warm). Named references,
+  // because the workers must see this thread's buffers, not their own thread_locals.
+  thread_local std::vector<TaskSlot> tls_tasks;
+  thread_local std::vector<float> tls_partial;
+  std::vector<TaskSlot>& tasks = tls_tasks;
+  std::vector<float>& partial = tls_partial;
+  tasks.clear();
+  const int64_t rows_per_tile = q_tile * G;
+  int64_t partial_floats = 0;
+  for (int64_t tile = n_tiles - 1; tile >= 0; --tile) {
+    const int64_t q_last = std::min(b.n_queries, (tile + 1) * q_tile) - 1;
+    const int64_t keys = b.pos0 + q_last + 1 - shape.first_key(b.pos0 + tile * q_tile);
+    int64_t splits = tuning.key_splits;
+    if (splits <= 0) {
+      // Flash-decoding: with few (KV head, tile) tasks, split long key ranges so that all
+      // threads have work even with one or two KV heads. The split depends on the shape
+      // only, never on the thread count, so results are identical for any pool size.
+      splits = base_tasks < kFewTasks ? std::max<int64_t>(1, keys / kKeysPerSplit) : 1;
+    }
+    splits = std::min(splits, keys);
+    for (int64_t h = 0; h < p.n_kv_heads; ++h)
+      for (int64_t s = 0; s < splits; ++s) {
+        tasks.push_back({tile, h, s, splits, splits > 1 ? partial_floats : -1});
+        if (splits > 1) partial_floats += rows_per_tile * (D + 2);
+      }
+  }
+  if (partial.size() < static_cast<size_t>(partial_floats)) partial.resize(static_cast<size_t>(partial_floats));
+
+  const float scale = p.effective_scale();
+  auto make_task = [&](const TaskSlot& ts) {
+    const int64_t q0 = ts.tile * q_tile, nq = std::min(q_tile, b.n_queries - q0);
+    attn::Task t{.kv = &kv,
+                 .kv_head = ts.kv_head,
+                 .group = G,
+                 .n_q = nq,
+                 .q = b.q + q0 * q_stride + ts.kv_head * G * D,
+                 .q_stride = q_stride,
+                 .pos0 = b.pos0 + q0,
+                 .window = p.window,
+                 .scale = scale};
+    const int64_t lo = t.first_key(t.pos0), hi = t.pos0 + nq, len = hi - lo;
+    t.key_begin = lo + len * ts.split / ts.n_splits;
+    t.key_end = lo + len * (ts.split + 1) / ts.n_splits;
+    t.finalize = ts.n_splits == 1;
+    t.out = b.out + q0 * out_stride + ts.kv_head * G * D;
+    t.out_stride = out_stride;
+    t.partial = ts.partial_offset >= 0 ? partial.data() + ts.partial_offset : nullptr;
+    return t;
+  };
+  pool.parallel_for(
+      0, static_cast<int64_t>(tasks.size()),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) kernel(make_task(tasks[static_cast<size_t>(i)]));
+      },
+      {.schedule = ThreadPool::Schedule::Dynamic, .grain = 1});
+
+  // Merge the splits of each (tile, KV head): out = Σ e^(m_s - M) acc_s / Σ e^(m_s - M) l_s.
+  for (size_t i = 0; i < tasks.size();) {
+    const TaskSlot& first = tasks[i];
+    if (first.n_splits == 1) {
+      ++i;
+      continue;
+    }
+    const attn::Task t = make_task(first);
+    for (int64_t r = 0; r < t.rows(); ++r) {
+      float M = -std::numeric_limits<float>::infinity();
+      for (int64_t s = 0; s < first.n_splits; ++s) M = std::max(M, partial[tasks[i + s].partial_offset + r * (D + 2)]);
+      float* o = t.out_row(r);
+      std::fill(o, o + D, 0.0f);
+      float L = 0;
+      for (int64_t s = 0; s < first.n_splits; ++s) {
+        const float* part = partial.data() + tasks[i + s].partial_offset + r * (D + 2);
+        if (part[1] == 0.0f) continue;  // this split saw no key of this row
+        const float w = std::exp(part[0] - M);
+        L += w * part[1];
+        for (int64_t d = 0; d < D; ++d) o[d] += w * part[2 + d];
+      }
+      const float inv = 1.0f / L;  // L > 0: every row sees at least its own key
+      for (int64_t d = 0; d < D; ++d) o[d] *= inv;
+    }
+    i += static_cast<size_t>(first.n_splits);
+  }
+}
+
+}  // namespace squeeze::kernels::cpu

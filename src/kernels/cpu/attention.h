@@ -1,0 +1,106 @@
+// kernels/cpu/attention.h — causal grouped-query attention over a paged / ring KV cache,
+// with sliding windows, tiled online softmax and flash-decoding key splits.
+//
+// Shapes (D = head_dim, H = n_heads, Hkv = n_kv_heads, G = H / Hkv):
+//   q   [n_queries, H, D]  f32, row stride q_stride floats (query i is at position pos0 + i)
+//   out [n_queries, H, D]  f32, row stride out_stride floats
+//   K/V per KV head: rows of D values (f32 or f16) addressed by absolute position through a
+//       KvLayerView: position p lives in slot p % ring_slots (ring buffer of a local layer) or
+//       slot p (global layer), slot s in block s / block_slots at row s % block_slots.
+// Query head h uses KV head h / G. A query at position p sees the keys at positions
+// (p - window, p] (window > 0, local layer) or [0, p] (window == 0, global layer).
+// Every key a query needs must already be in the view: write the chunk's K/V first, then
+// attend (see model/kv_cache.h for how prefill chunks are sized so that this holds).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/ops.h"
+
+namespace squeeze::kernels::cpu {
+
+enum class KvType : uint8_t { F32, F16 };
+size_t kv_type_size(KvType t);
+const char* kv_type_name(KvType t);
+
+// A non-owning description of one layer's K/V storage. Within a block, K and V are each
+// laid out [Hkv][block_slots][D] (head-major, so one head's keys are contiguous runs).
+struct KvLayerView {
+  KvType type = KvType::F16;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t block_slots = 0;  // slots per block
+  int64_t ring_slots = 0;   // > 0: slot of position p is p % ring_slots; 0: slot = p
+  std::span<const std::byte* const> blocks;  // block bases; K part at offset 0
+  size_t v_offset = 0;      // bytes from a block's base to its V part
+  int64_t pos_begin = 0;    // positions [pos_begin, pos_end) are held
+  int64_t pos_end = 0;
+
+  size_t row_bytes() const { return static_cast<size_t>(head_dim) * kv_type_size(type); }
+  size_t head_bytes() const { return static_cast<size_t>(block_slots) * row_bytes(); }
+
+  // The longest run of consecutive positions starting at `pos` (at most max_len) that is
+  // contiguous in memory for KV head `head`, and where its K and V rows start.
+  struct Run {
+    const std::byte* k;
+    const std::byte* v;
+    int64_t len;
+  };
+  Run run(int64_t head, int64_t pos, int64_t max_len) const {
+    const int64_t slot = ring_slots > 0 ? pos % ring_slots : pos;
+    const int64_t block = slot / block_slots, row = slot % block_slots;
+    int64_t len = block_slots - row;
+    if (ring_slots > 0 && ring_slots - slot < len) len = ring_slots - slot;
+    if (max_len < len) len = max_len;
+    const std::byte* base = blocks[static_cast<size_t>(block)] + static_cast<size_t>(head) * head_bytes() +
+                            static_cast<size_t>(row) * row_bytes();
+    return {base, base + v_offset, len};
+  }
+};
+
+struct AttentionParams {
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t window = 0;   // 0: global (causal only); > 0: sliding window in tokens
+  float scale = 0.0f;   // score scale; 0 means 1 / sqrt(head_dim)
+
+  float effective_scale() const;
+  void validate() const;  // throws squeeze::Error on inconsistent values
+};
+
+struct AttentionBatch {
+  const float* q = nullptr;  // [n_queries, n_heads, head_dim]
+  int64_t q_stride = 0;      // floats between queries; 0 means n_heads * head_dim
+  float* out = nullptr;      // [n_queries, n_heads, head_dim]; must not alias q
+  int64_t out_stride = 0;    // floats between queries; 0 means n_heads * head_dim
+  int64_t n_queries = 0;
+  int64_t pos0 = 0;          // absolute position of query 0
+};
+
+// Knobs for tests and benchmarks; the defaults choose by shape and thread count.
+struct AttentionTuning {
+  int64_t key_splits = 0;   // > 0: split every query tile's key range into this many parts
+  int64_t query_tile = 0;   // > 0: queries per task
+  const Isa* isa = nullptr; // force a variant (Scalar or Avx2); null: the active ISA
+};
+
+// out = softmax(scale · q Kᵀ + causal/window mask) V, per query head. Multithreaded over
+// (query tile, KV head, key split) tasks; splits are merged exactly (max, sum, acc). The
+// task decomposition depends on the shapes only, so the result is bit-identical for any
+// pool size. No allocation once warm (per-thread scratch is reused across calls).
+// Throws squeeze::Error on bad shapes or when a needed key is not held in `kv`.
+void attention(ThreadPool& pool, const AttentionParams& params, const KvLayerView& kv,
+               const AttentionBatch& batch, const AttentionTuning& tuning = {});
+
+// The naive oracle: per query head, all scores in float64, two-pass softmax, float64
+// accumulation, then rounded to f32. Single-threaded; for tests.
+void attention_reference(const AttentionParams& params, const KvLayerView& kv, const AttentionBatch& batch);
+
+// Variant names available on this CPU for the attention kernel (tests iterate these).
+bool attention_isa_available(Isa isa);
+
+}  // namespace squeeze::kernels::cpu

@@ -1,0 +1,53 @@
+// kernels/cpu/attention_kernel.h — internal: one attention task (a KV head, a tile of
+// queries, a key range) as the per-ISA kernels see it. Not part of the public API.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/attention.h"
+
+namespace squeeze::kernels::cpu::attn {
+
+// Rows of a task: the group's query heads for each of its queries, row r = (query r / group,
+// head kv_head * group + r % group). Row r's query sits at position pos0 + r / group and
+// sees keys [max(key_begin, first_key(p)), min(key_end, p + 1)).
+struct Task {
+  const KvLayerView* kv = nullptr;
+  int64_t kv_head = 0;
+  int64_t group = 1;        // query heads per KV head
+  int64_t n_q = 0;          // queries in this task
+  const float* q = nullptr; // query 0, head kv_head * group; query i at q + i * q_stride
+  int64_t q_stride = 0;
+  int64_t pos0 = 0;
+  int64_t window = 0;
+  float scale = 1.0f;
+  int64_t key_begin = 0;
+  int64_t key_end = 0;
+  // finalize: out rows (same addressing as q) get acc / l. Otherwise partial gets, per
+  // row, [m, l, acc[D]] unnormalised (m = -inf, l = 0 when the row saw no key).
+  bool finalize = true;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+  float* partial = nullptr;
+
+  int64_t rows() const { return n_q * group; }
+  int64_t first_key(int64_t pos) const { return window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0; }
+  int64_t row_lo(int64_t r) const {
+    const int64_t lo = first_key(pos0 + r / group);
+    return lo > key_begin ? lo : key_begin;
+  }
+  int64_t row_hi(int64_t r) const {
+    const int64_t hi = pos0 + r / group + 1;
+    return hi < key_end ? hi : key_end;
+  }
+  const float* q_row(int64_t r) const { return q + (r / group) * q_stride + (r % group) * kv->head_dim; }
+  float* out_row(int64_t r) const { return out + (r / group) * out_stride + (r % group) * kv->head_dim; }
+};
+
+using Kernel = void (*)(const Task& task);
+
+// Online-softmax kernels. The scalar one handles any head_dim; AVX2 needs head_dim % 8 == 0.
+void run_task_scalar(const Task& task);
+void run_task_avx2(const Task& task);
+
+}  // namespace squeeze::kernels::cpu::attn
