@@ -3,7 +3,10 @@
 // 512) and the single-row dot of each ISA, for every weight type.
 //
 //   build/release/bench/bench_quant --benchmark_filter=Gemv --benchmark_min_time=1
+// Gemv*/Bandwidth use the default pool (2 threads here), timed in real time; the *1T
+// variants run one thread timed in CPU time, for a shared, noisy machine.
 #include <benchmark/benchmark.h>
+#include <emmintrin.h>
 
 #include <cstring>
 #include <memory>
@@ -44,6 +47,42 @@ AlignedBuffer make_matrix(GgmlType type, int64_t rows, int64_t cols, uint32_t se
   return m;
 }
 
+// The machine's read bandwidth with the pool's threads (SSE2 sum over 256 MiB): the
+// ceiling a GEMV's weight stream is compared with (% = Gemv GB/s / this).
+// One thread: a private pool of 1 (the caller), measured in CPU time, which stays
+// meaningful on a machine whose cores are shared with other work (real time does not).
+ThreadPool& pool_for(benchmark::State& state) {
+  static ThreadPool single(1);
+  return state.range(0) == 1 ? single : default_thread_pool();
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  const size_t bytes = kRotateBytes;
+  AlignedBuffer buf(bytes);
+  std::memset(buf.data(), 1, bytes);
+  ThreadPool& pool = pool_for(state);
+  const int64_t n = static_cast<int64_t>(bytes / 64);
+  for (auto _ : state) {
+    pool.parallel_for(0, n, [&](int64_t b, int64_t e) {
+      const auto* p = buf.as<__m128i>();
+      __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
+      for (int64_t i = b; i < e; ++i) {
+        s0 = _mm_add_epi64(s0, _mm_load_si128(p + 4 * i));
+        s1 = _mm_add_epi64(s1, _mm_load_si128(p + 4 * i + 1));
+        s2 = _mm_add_epi64(s2, _mm_load_si128(p + 4 * i + 2));
+        s3 = _mm_add_epi64(s3, _mm_load_si128(p + 4 * i + 3));
+      }
+      const __m128i s = _mm_add_epi64(_mm_add_epi64(s0, s1), _mm_add_epi64(s2, s3));
+      benchmark::DoNotOptimize(s);
+    }, {ThreadPool::Schedule::Static, 1024});
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations(), benchmark::Counter::kIsRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["threads"] = pool.size();
+}
+BENCHMARK(BM_ReadBandwidth)->Name("Bandwidth/read")->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReadBandwidth)->Name("Bandwidth1T/read")->Arg(1)->Unit(benchmark::kMillisecond);
+
 void BM_Gemv(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols) {
   const size_t bytes = static_cast<size_t>(rows * quant::row_bytes(type, cols));
   const size_t count = std::max<size_t>(2, (kRotateBytes + bytes - 1) / bytes);
@@ -56,7 +95,7 @@ void BM_Gemv(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols)
   }
   const auto x = gaussian(static_cast<size_t>(cols), 7);
   std::vector<float> y(static_cast<size_t>(rows));
-  ThreadPool& pool = default_thread_pool();
+  ThreadPool& pool = pool_for(state);
   size_t i = 0;
   for (auto _ : state) {
     quant::gemv(pool, {type, mats[i].data(), rows, cols}, x.data(), y.data());
@@ -110,8 +149,12 @@ const bool kRegistered = [] {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}})
       benchmark::RegisterBenchmark(("Gemv/" + name + "/" + std::to_string(rows) + "x" + std::to_string(cols)).c_str(),
                                    BM_Gemv, type, rows, cols)
+          ->Arg(0)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+    benchmark::RegisterBenchmark(("Gemv1T/" + name + "/4096x4096").c_str(), BM_Gemv, type, int64_t{4096}, int64_t{4096})
+        ->Arg(1)
+        ->Unit(benchmark::kMicrosecond);
     for (int64_t M : {64, 512})
       benchmark::RegisterBenchmark(("Gemm/" + name + "/M" + std::to_string(M)).c_str(), BM_Gemm, type, M)
           ->Unit(benchmark::kMillisecond)

@@ -38,9 +38,18 @@ Value read_scalar(ByteCursor& c) {
   return Value(c.read<T>("value"));
 }
 
-Value read_value(ByteCursor& c, ValueType type, int depth);
+// A parsed item costs ~40 bytes however small it is on disk, so a file made of huge
+// u8 arrays could make us allocate 40x its size. Real files hold well under a million
+// array items (vocabularies, merges, scores); cap the total far above that.
+constexpr uint64_t kMaxMetadataItems = uint64_t{1} << 26;
 
-Value read_array(ByteCursor& c, int depth) {
+struct ParseState {
+  uint64_t items = 0;  // array items parsed so far, all arrays together
+};
+
+Value read_value(ByteCursor& c, ValueType type, int depth, ParseState& st);
+
+Value read_array(ByteCursor& c, int depth, ParseState& st) {
   if (depth >= kMaxArrayDepth) fail("arrays nested deeper than ", kMaxArrayDepth, " levels");
   const uint32_t elem_id = c.read<uint32_t>("array element type");
   const auto elem = value_type_from_id(elem_id);
@@ -50,11 +59,14 @@ Value read_array(ByteCursor& c, int depth) {
   if (count > c.remaining() / per_item)
     fail("array of ", count, " ", value_type_name(*elem), " items cannot fit in the ", c.remaining(),
          " bytes left in the file");
+  if (count > kMaxMetadataItems - st.items)
+    fail("metadata arrays hold more than ", kMaxMetadataItems, " items in total");
+  st.items += count;
   Array a{*elem, {}};
   a.items.reserve(static_cast<size_t>(count));
   for (uint64_t i = 0; i < count; ++i) {
     try {
-      a.items.push_back(read_value(c, *elem, depth + 1));
+      a.items.push_back(read_value(c, *elem, depth + 1, st));
     } catch (const Error& e) {
       // Nested arrays report only the innermost problem (no chain of 'array item 0: ...').
       if (*elem == ValueType::String || *elem == ValueType::Bool)
@@ -65,7 +77,7 @@ Value read_array(ByteCursor& c, int depth) {
   return Value(std::move(a));
 }
 
-Value read_value(ByteCursor& c, ValueType type, int depth) {
+Value read_value(ByteCursor& c, ValueType type, int depth, ParseState& st) {
   switch (type) {
     case ValueType::U8: return read_scalar<uint8_t>(c);
     case ValueType::I8: return read_scalar<int8_t>(c);
@@ -83,7 +95,7 @@ Value read_value(ByteCursor& c, ValueType type, int depth) {
       return Value(b == 1);
     }
     case ValueType::String: return Value(std::string(c.read_string("string value")));
-    case ValueType::Array: return read_array(c, depth);
+    case ValueType::Array: return read_array(c, depth, st);
   }
   fail("unreachable value type");
 }
@@ -109,6 +121,7 @@ void read_header(ByteCursor& c, uint32_t* version, uint64_t* n_tensors, uint64_t
 }
 
 void read_metadata(ByteCursor& c, uint64_t n_kv, Metadata& md) {
+  ParseState st;
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key;
     try {
@@ -117,7 +130,7 @@ void read_metadata(ByteCursor& c, uint64_t n_kv, Metadata& md) {
       const uint32_t type_id = c.read<uint32_t>("value type");
       const auto type = value_type_from_id(type_id);
       if (!type) fail("value type ", type_id, " is not a GGUF value type");
-      Value v = read_value(c, *type, 0);
+      Value v = read_value(c, *type, 0, st);
       if (md.has(key)) fail("duplicate metadata key");
       md.set(key, std::move(v));
     } catch (const Error& e) {

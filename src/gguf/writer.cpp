@@ -12,6 +12,8 @@
 namespace squeeze::gguf {
 namespace {
 
+constexpr size_t kMaxTensorNameBytes = 64;
+
 class Encoder {
  public:
   std::vector<uint8_t> bytes;
@@ -96,6 +98,9 @@ void Writer::add(const TensorSpec& spec, std::span<const uint8_t> bytes, TensorP
   SQZ_CHECK(!finished_, "writing ", path_, ": add_tensor after finish");
   try {
     SQZ_CHECK(!spec.name.empty(), "empty tensor name");
+    // llama.cpp keeps names in a 64-byte buffer (GGML_MAX_NAME) and rejects longer ones.
+    SQZ_CHECK(spec.name.size() < kMaxTensorNameBytes, "name of ", spec.name.size(), " bytes is longer than the ",
+              kMaxTensorNameBytes - 1, " other GGUF readers accept");
     for (const TensorInfo& t : tensors_) SQZ_CHECK(t.name != spec.name, "duplicate tensor name");
     const TensorGeometry g = tensor_geometry(spec.type, spec.dims);
     SQZ_CHECK(producer != nullptr || bytes.size() == g.n_bytes, "has ", bytes.size(), " bytes of data, its ",

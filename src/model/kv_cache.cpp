@@ -180,6 +180,72 @@ void KvCache::truncate_unchecked(int64_t pos, bool reset_begin) {
   }
 }
 
+void KvCache::erase(int64_t p0, int64_t p1, const KeyShift& shift) {
+  SQZ_CHECK(0 <= p0 && p0 <= p1 && p1 <= size(), "KV cache: cannot erase [", p0, ", ", p1, ") from ", size(),
+            " positions");
+  if (p0 == p1) return;
+  const int64_t d = p1 - p0;
+  for (int64_t i = 0; i < n_layers(); ++i) {
+    const Layer& l = layers_[static_cast<size_t>(i)];
+    SQZ_CHECK(l.end == size(), "KV cache: erase while layer ", i, " is mid-step");
+    // After the edit the next query sits at end - d and needs [end - d - window + 1, end - d);
+    // those below p0 keep their positions and must still be held.
+    const int64_t needed = l.window > 0 ? std::max<int64_t>(0, l.end - d - l.window + 1) : 0;
+    SQZ_CHECK(l.begin <= std::min(needed, p0), "KV cache: cannot erase [", p0, ", ", p1, "): layer ", i,
+              " (local) no longer holds positions before ", l.begin);
+  }
+  for (int64_t i = 0; i < n_layers(); ++i) erase_layer(i, p0, p1, shift);
+  truncate_unchecked(size(), false);  // frees global blocks past the new end
+}
+
+void KvCache::erase_layer(int64_t layer, int64_t p0, int64_t p1, const KeyShift& shift) {
+  Layer& l = layers_[static_cast<size_t>(layer)];
+  const int64_t d = p1 - p0, H = config_.n_kv_heads, D = config_.head_dim;
+  const KvLayerView v = view(layer);
+  const size_t row = v.row_bytes();
+  // Rows of positions [p1, end) in order, K then V per (position, head). A ring is copied
+  // out first (its destination slots may still hold sources); a global layer moves rows
+  // down in place, which is safe in ascending order because slot = position.
+  const int64_t moved = l.end - p1;
+  std::vector<std::byte> staged(l.ring > 0 ? static_cast<size_t>(moved * H) * 2 * row : 0);
+  auto slot_ptr = [&](int64_t h, int64_t pos, bool values) {
+    const KvLayerView::Run r = v.run(h, pos, 1);
+    return const_cast<std::byte*>(values ? r.v : r.k);  // the cache owns this storage
+  };
+  if (l.ring > 0)
+    for (int64_t p = p1; p < l.end; ++p)
+      for (int64_t h = 0; h < H; ++h) {
+        std::byte* dst = staged.data() + static_cast<size_t>((p - p1) * H + h) * 2 * row;
+        std::memcpy(dst, slot_ptr(h, p, false), row);
+        std::memcpy(dst + row, slot_ptr(h, p, true), row);
+      }
+  std::vector<float> widened(shift ? static_cast<size_t>(D) : 0);
+  const auto& ops = kernels::cpu::ops();
+  for (int64_t p = p1; p < l.end; ++p)
+    for (int64_t h = 0; h < H; ++h) {
+      std::byte* k = slot_ptr(h, p - d, false);
+      std::byte* vv = slot_ptr(h, p - d, true);
+      if (l.ring > 0) {
+        const std::byte* src = staged.data() + static_cast<size_t>((p - p1) * H + h) * 2 * row;
+        std::memcpy(k, src, row);
+        std::memcpy(vv, src + row, row);
+      } else {
+        std::memmove(k, slot_ptr(h, p, false), row);
+        std::memmove(vv, slot_ptr(h, p, true), row);
+      }
+      if (shift) {
+        if (config_.type == KvType::F32) {
+          shift(layer, reinterpret_cast<float*>(k), p, p - d);
+        } else {
+          ops.f16_to_f32(reinterpret_cast<const uint16_t*>(k), widened.data(), D);
+          shift(layer, widened.data(), p, p - d);
+          ops.f32_to_f16(widened.data(), reinterpret_cast<uint16_t*>(k), D);
+        }
+      }
+    }
+  l.end -= d;  // begin <= p0 (checked by erase), so it keeps its position
+}
+
 KvMemory KvCache::memory() const {
   KvMemory m;
   for (const Layer& l : layers_) {

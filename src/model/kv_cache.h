@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -60,6 +61,10 @@ struct KvRows {
   int64_t stride = 0;        // floats between positions; 0 means n_kv_heads * head_dim
 };
 
+// Re-rotates one K row (head_dim floats, in place) whose position changes from old_pos to
+// new_pos, e.g. RoPE by (new_pos - old_pos) with the layer's own base. Called per KV head.
+using KeyShift = std::function<void(int64_t layer, float* k_row, int64_t old_pos, int64_t new_pos)>;
+
 struct KvMemory {
   size_t bytes_held = 0;      // exactly the K/V storage allocated now
   size_t bytes_at_limit = 0;  // what it will hold at context_limit
@@ -95,6 +100,14 @@ class KvCache {
   void truncate(int64_t pos);
   void clear() { truncate_unchecked(0, true); }
 
+  // Removes positions [p0, p1) from every layer (a context edit); positions >= p1 become
+  // p0, p0 + 1, … and their K rows are passed through `shift` when given (for f16 storage
+  // a row is widened to f32, shifted and rounded back). Throws, changing nothing, when a
+  // local layer's ring no longer holds the window the next position needs. Note that the
+  // kept K/V were computed with the removed tokens in context: this is the approximate
+  // edit (llama.cpp seq_rm + seq_add), not a re-prefill.
+  void erase(int64_t p0, int64_t p1, const KeyShift& shift = nullptr);
+
   KvMemory memory() const;
 
  private:
@@ -110,6 +123,7 @@ class KvCache {
   size_t block_bytes(const Layer& l) const;
   void add_block(Layer& l);
   void truncate_unchecked(int64_t pos, bool reset_begin);
+  void erase_layer(int64_t layer, int64_t p0, int64_t p1, const KeyShift& shift);
 
   KvCacheConfig config_;
   std::vector<Layer> layers_;

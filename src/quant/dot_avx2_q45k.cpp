@@ -51,8 +51,7 @@ void dot_rows(int64_t n, const void* w, const void* a, int64_t stride, float* ou
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const int64_t nb = n / kQK_K;
   for (int64_t i = 0; i < nb; ++i) {
-    _mm_prefetch(reinterpret_cast<const char*>(x + i) + 2 * sizeof(Block), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(x + i) + 2 * sizeof(Block) + 64, _MM_HINT_T0);
+    prefetch_ahead<sizeof(Block)>(x + i);
     const float d = half(x[i].d), dmin = half(x[i].dmin);
     const __m128i sm = scales_mins(x[i].scales);
     const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // scales in both lanes

@@ -7,6 +7,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
+#include "kernels/cpu/parallel.h"
 
 namespace squeeze::quant {
 namespace {
@@ -63,6 +64,11 @@ void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
   SQZ_CHECK(M >= 0 && ldx >= K && ldy >= W.rows, "gemm: bad strides");
   if (M == 0 || W.rows == 0) return;
   SQZ_CHECK(p.X != nullptr && p.Y != nullptr, "gemm: null buffer");
+  if (t.type == GgmlType::F32 && !p.kernels) {
+    // f32 weights: the f32 GEMM (OpenBLAS for large products) beats a dot-based tile.
+    kernels::cpu::gemm_nt(pool, p.X, ldx, static_cast<const float*>(W.data), K, p.Y, ldy, M, W.rows, K);
+    return;
+  }
   AlignedBuffer act;
   int64_t stride = quantize_activations(t, p.X, ldx, M, K, act, &pool);
   const uint8_t* abase = act.as<uint8_t>();

@@ -34,7 +34,8 @@ struct GemmParams {
 };
 
 // Y = X · Wᵀ. Each X row is quantized once; weight rows are split into tiles over the
-// pool, and each weight block is decoded once for up to kMaxDotRows tokens.
+// pool, and each weight block is decoded once for up to kMaxDotRows tokens. F32 weights
+// without explicit kernels go to kernels::cpu::gemm_nt (OpenBLAS for large products).
 void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p);
 
 }  // namespace squeeze::quant

@@ -15,6 +15,21 @@ void check_shape(const QuantTraits& t, int64_t rows, int64_t cols) {
             t.block_size);
 }
 
+// Largest |value| a type can hold: its f16 scales top out at 65504 (times the largest
+// code · 6-bit sub-scale); beyond it the block would store Inf.
+double representable_max(GgmlType type) {
+  constexpr double kF16Max = 65504.0;
+  switch (type) {
+    case GgmlType::F16: return kF16Max;
+    case GgmlType::Q8_0: return kF16Max * 127;
+    case GgmlType::Q4_0: return kF16Max * 8;
+    case GgmlType::Q4_K: return kF16Max * 63 * 15;
+    case GgmlType::Q5_K: return kF16Max * 63 * 31;
+    case GgmlType::Q6_K: return kF16Max * 128 * 32;
+    default: return INFINITY;  // F32, BF16 (f32 range), Q8_K (f32 scale)
+  }
+}
+
 }  // namespace
 
 void quantize_rows(ThreadPool& pool, const QuantizeParams& p, void* dst) {
@@ -26,11 +41,15 @@ void quantize_rows(ThreadPool& pool, const QuantizeParams& p, void* dst) {
       SQZ_CHECK(std::isfinite(p.importance[c]) && p.importance[c] >= 0, "importance of column ", c,
                 " is not a finite non-negative value: ", p.importance[c]);
   const int64_t rb = row_bytes(p.type, p.cols);
+  const double vmax = representable_max(p.type);
   pool.parallel_for(0, p.rows, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* row = p.src + r * p.cols;
-      for (int64_t c = 0; c < p.cols; ++c)
+      for (int64_t c = 0; c < p.cols; ++c) {
         SQZ_CHECK(std::isfinite(row[c]), "cannot quantize non-finite value ", row[c], " at row ", r, ", column ", c);
+        SQZ_CHECK(std::fabs(row[c]) < vmax * 0.99, "value ", row[c], " at row ", r, ", column ", c,
+                  " is too large for ", t.name);
+      }
       t.quantize_row(row, static_cast<uint8_t*>(dst) + r * rb, p.cols, p.importance);
     }
   }, {ThreadPool::Schedule::Dynamic, std::max<int64_t>(1, 65536 / p.cols)});

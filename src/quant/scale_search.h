@@ -7,8 +7,9 @@
 
 namespace squeeze::quant {
 
-// Candidate scales tried around the plain amax/qmax choice: iscale·(1 + k/kSteps·span)
-// style steps of a tenth of a code at the group's extreme, kSteps on either side.
+// Candidate scales tried around the plain amax/qmax choice: the group's extreme value is
+// mapped to qmax + k·kSearchStep codes for k in [-kSearchSteps, kSearchSteps] (a tenth
+// of a code apart), each candidate's rounded codes then refitted by least squares.
 inline constexpr int kSearchSteps = 10;
 inline constexpr float kSearchStep = 0.1f;
 

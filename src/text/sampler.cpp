@@ -53,15 +53,24 @@ void Sampler::apply_penalties(std::vector<float>& logits) const {
 
 std::vector<Candidate> Sampler::distribution(std::span<const float> logits) {
   SQZ_CHECK(!logits.empty(), "sampler: no logits");
-  for (size_t i = 0; i < logits.size(); ++i) {
-    SQZ_CHECK(!std::isnan(logits[i]), "sampler: logit of token ", i, " is NaN");
-    SQZ_CHECK(logits[i] != INFINITY, "sampler: logit of token ", i, " is +inf");
+  const auto n = static_cast<int32_t>(logits.size());
+  // One pass that only compares (x < +inf is false for NaN and +inf); the culprit is
+  // looked up afterwards, so the common path stays a plain scan.
+  bool finite_or_ninf = true;
+  for (float x : logits) finite_or_ninf &= x < INFINITY;
+  if (!finite_or_ninf) {
+    for (int32_t i = 0; i < n; ++i) {
+      SQZ_CHECK(!std::isnan(logits[i]), "sampler: logit of token ", i, " is NaN");
+      SQZ_CHECK(logits[i] != INFINITY, "sampler: logit of token ", i, " is +inf");
+    }
   }
-  std::vector<float>& l = scratch_;
-  l.assign(logits.begin(), logits.end());
-  apply_penalties(l);
+  const float* l = logits.data();
+  if (params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f) {
+    scratch_.assign(logits.begin(), logits.end());
+    apply_penalties(scratch_);
+    l = scratch_.data();
+  }
 
-  const auto n = static_cast<int32_t>(l.size());
   int32_t best = 0;
   for (int32_t i = 1; i < n; ++i) {
     if (l[i] > l[best]) best = i;
@@ -72,14 +81,27 @@ std::vector<Candidate> Sampler::distribution(std::span<const float> logits) {
 
   auto before = [&](int32_t a, int32_t b) { return l[a] != l[b] ? l[a] > l[b] : a < b; };
   std::vector<int32_t> ids;
-  ids.reserve(l.size());
-  for (int32_t i = 0; i < n; ++i) {
-    if (l[i] != -INFINITY) ids.push_back(i);
-  }
   const int32_t k = params_.top_k;
-  if (k > 0 && static_cast<size_t>(k) < ids.size()) {
-    std::nth_element(ids.begin(), ids.begin() + (k - 1), ids.end(), before);
-    ids.resize(k);
+  if (k > 0 && k < n) {
+    // Top-k: select the k-th largest value on a contiguous copy (no index indirection),
+    // then take the tokens above it and, for ties at it, the lowest ids.
+    std::vector<float> vals(l, l + n);
+    std::nth_element(vals.begin(), vals.begin() + (k - 1), vals.end(), std::greater<float>());
+    const float kth = vals[k - 1];
+    int32_t above = 0;
+    for (int32_t i = 0; i < n; ++i) above += l[i] > kth;
+    int32_t ties = k - above;
+    ids.reserve(k);
+    for (int32_t i = 0; i < n; ++i) {
+      if (l[i] > kth || (l[i] == kth && ties-- > 0)) {
+        if (l[i] != -INFINITY) ids.push_back(i);
+      }
+    }
+  } else {
+    ids.reserve(logits.size());
+    for (int32_t i = 0; i < n; ++i) {
+      if (l[i] != -INFINITY) ids.push_back(i);
+    }
   }
   double z_topk = 0;  // top-p measures mass against the top-k set, before min-p
   if (params_.top_p < 1.0f) {
@@ -92,17 +114,28 @@ std::vector<Candidate> Sampler::distribution(std::span<const float> logits) {
     const double floor = m + std::log(static_cast<double>(params_.min_p));
     std::erase_if(ids, [&](int32_t i) { return l[i] < floor; });
   }
-  std::sort(ids.begin(), ids.end(), before);
   if (params_.top_p < 1.0f) {
+    // The top-p prefix is usually short: sort a growing head of the list until it
+    // holds enough mass, instead of sorting the whole vocabulary.
     const double target = static_cast<double>(params_.top_p) * z_topk;
-    double cum = 0;
-    size_t keep = 0;
-    while (keep < ids.size()) {
-      cum += std::exp(l[ids[keep]] - m);
-      ++keep;
-      if (cum >= target) break;
+    size_t head = std::min<size_t>(ids.size(), 256);
+    for (;;) {
+      std::partial_sort(ids.begin(), ids.begin() + head, ids.end(), before);
+      double cum = 0;
+      size_t keep = 0;
+      while (keep < head) {
+        cum += std::exp(l[ids[keep]] - m);
+        ++keep;
+        if (cum >= target) break;
+      }
+      if (cum >= target || head == ids.size()) {
+        ids.resize(std::max<size_t>(keep, 1));
+        break;
+      }
+      head = std::min(ids.size(), head * 8);
     }
-    ids.resize(std::max<size_t>(keep, 1));
+  } else {
+    std::sort(ids.begin(), ids.end(), before);
   }
 
   std::vector<Candidate> out;

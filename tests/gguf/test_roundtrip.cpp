@@ -132,6 +132,8 @@ TEST(GgufRoundTrip, WriterRejectsWhatTheReaderWould) {
   EXPECT_THROW(w.add_tensor({"x", GgmlType::F32, {1, 1, 1, 1, 1}}, b), Error);
   EXPECT_THROW(w.add_tensor({"x", GgmlType::F32, {32, 3}}, b), Error);  // 384 bytes needed, 256 given
   EXPECT_THROW(w.add_tensor({"", GgmlType::F32, {32, 2}}, b), Error);
+  EXPECT_THROW(w.add_tensor({std::string(64, 'n'), GgmlType::F32, {32, 2}}, b), Error);
+  w.add_tensor({std::string(63, 'n'), GgmlType::F32, {32, 2}}, b);
   w.add_tensor({"x", GgmlType::F32, {32, 2}}, b);
   EXPECT_THROW(w.add_tensor({"x", GgmlType::F32, {32, 2}}, b), Error);
   // A hand-built array whose items disagree with its element type is refused at write time.

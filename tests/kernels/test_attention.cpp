@@ -209,11 +209,31 @@ TEST_P(Attention, DecodeHeadDimsAndGqaRatios) {
 }
 
 TEST_P(Attention, DecodeLongContextSplitsKeys) {
-  // 2 KV heads on 2 threads: the driver splits each head's keys; also force odd splits.
+  // 2 KV heads and 2049 keys: the driver splits each head's keys in two; also force odd splits.
   const Case c{.n_heads = 8, .n_kv_heads = 2, .head_dim = 128, .window = 0, .n_pos = 2049, .n_queries = 1};
   check(c);
   check(c, {.key_splits = 7});
   check(c, {.key_splits = 1}, 1);
+}
+
+// The model's greedy output must not depend on the thread count: neither may attention.
+TEST_P(Attention, IdenticalForAnyThreadCount) {
+  // 2100 keys: the driver splits each KV head's range in two (kKeysPerSplit = 1024).
+  const TestKv kv(GetParam().type, 2, 128, 2100, 0, 256);
+  const Isa isa = GetParam().isa;
+  const AttentionParams params{.n_heads = 8, .n_kv_heads = 2, .head_dim = 128};
+  for (int64_t nq : {1, 9}) {
+    const auto q = random_vector(nq * 8 * 128);
+    std::vector<float> first;
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> out(q.size());
+      attention(pool, params, kv.view(), {.q = q.data(), .out = out.data(), .n_queries = nq, .pos0 = 2100 - nq},
+                {.isa = &isa});
+      if (first.empty()) first = out;
+      EXPECT_EQ(out, first) << threads << " threads, " << nq << " queries";
+    }
+  }
 }
 
 TEST_P(Attention, PrefillCausal) {

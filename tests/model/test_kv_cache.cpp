@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -228,6 +229,73 @@ TEST(KvCache, TruncateThenRedecodeReproducesOutputs) {
   for (int64_t l = 0; l < 4; ++l)
     for (size_t e = static_cast<size_t>((n - 16) * H * D); e < again[l].size(); ++e)
       ASSERT_EQ(again[l][e], first[l][e]) << "layer " << l << " element " << e;  // deterministic kernel
+}
+
+}  // namespace
+}  // namespace squeeze::model
+
+namespace squeeze::model {
+namespace {
+
+// erase(p0, p1) against a cache built directly from the edited sequence: the same rows
+// (shifted by the callback) at the same positions, and the same attention output after.
+TEST(KvCache, EraseRangeMatchesTheEditedSequence) {
+  const int64_t n = 60, p0 = 50, p1 = 55, d = p1 - p0, HD = 2 * 64;
+  const auto k = random_vector(static_cast<size_t>((n + 1) * HD)), v = random_vector(static_cast<size_t>((n + 1) * HD));
+  // A stand-in for RoPE re-rotation: deterministic in (layer, old, new) and exact in f32.
+  int64_t calls = 0;
+  const KeyShift shift = [&](int64_t layer, float* row, int64_t old_pos, int64_t new_pos) {
+    ++calls;
+    row[0] += 0.25f * static_cast<float>(old_pos - new_pos) + static_cast<float>(layer);
+  };
+  KvCache edited(hybrid_config(KvType::F32)), direct(hybrid_config(KvType::F32));
+  std::vector<float> k2(k.begin(), k.begin() + p0 * HD), v2(v.begin(), v.begin() + p0 * HD);
+  k2.insert(k2.end(), k.begin() + p1 * HD, k.begin() + n * HD);
+  v2.insert(v2.end(), v.begin() + p1 * HD, v.begin() + n * HD);
+  for (int64_t l = 0; l < 4; ++l) {
+    edited.append(l, {.k = k.data(), .v = v.data(), .n = n});
+    std::vector<float> kl = k2;
+    for (int64_t p = p0; p < n - d; ++p)
+      for (int64_t h = 0; h < 2; ++h) kl[static_cast<size_t>(p * HD + h * 64)] += 0.25f * d + static_cast<float>(l);
+    direct.append(l, {.k = kl.data(), .v = v2.data(), .n = n - d});
+  }
+  EXPECT_THROW(edited.erase(50, 70), Error);
+  EXPECT_THROW(edited.erase(5, 10), Error);  // local rings hold [21, 60) only
+  EXPECT_EQ(edited.size(), n);
+  edited.erase(p0, p1, shift);
+  EXPECT_EQ(calls, (n - p1) * 2 * 4);
+  EXPECT_EQ(edited.size(), n - d);
+  for (int64_t l = 0; l < 4; ++l) {
+    const KvLayerView a = edited.view(l), b = direct.view(l);
+    const int64_t from = std::max(a.pos_begin, b.pos_begin);
+    EXPECT_EQ(a.pos_end, n - d);
+    for (int64_t p = from; p < n - d; ++p)
+      for (int64_t h = 0; h < 2; ++h)
+        ASSERT_EQ(std::memcmp(a.run(h, p, 1).k, b.run(h, p, 1).k, 64 * 4), 0) << "layer " << l << " pos " << p;
+  }
+  // One more token in both: the decode outputs agree bit for bit.
+  ThreadPool pool(2);
+  const auto q = random_vector(8 * 64);
+  for (int64_t l = 0; l < 4; ++l) {
+    std::vector<float> out_a(q.size()), out_b(q.size());
+    const AttentionParams params{.n_heads = 8, .n_kv_heads = 2, .head_dim = 64,
+                                 .window = edited.config().layer_windows[static_cast<size_t>(l)]};
+    for (KvCache* c : {&edited, &direct}) c->append(l, {.k = k.data() + n * HD, .v = v.data() + n * HD, .n = 1});
+    attention(pool, params, edited.view(l), {.q = q.data(), .out = out_a.data(), .n_queries = 1, .pos0 = n - d});
+    attention(pool, params, direct.view(l), {.q = q.data(), .out = out_b.data(), .n_queries = 1, .pos0 = n - d});
+    EXPECT_EQ(out_a, out_b) << "layer " << l;
+  }
+  // Local rings refuse an edit below what they hold; a global-only cache accepts it and
+  // frees its second chunk.
+  EXPECT_THROW(edited.erase(10, 40), Error);
+  KvCacheConfig global = hybrid_config(KvType::F32);
+  global.layer_windows = {0};
+  KvCache g(global);
+  g.append(0, {.k = k.data(), .v = v.data(), .n = n});
+  EXPECT_EQ(g.memory().bytes_held, 64 * global.bytes_per_slot());
+  g.erase(10, 40);
+  EXPECT_EQ(g.memory().bytes_held, 32 * global.bytes_per_slot());
+  EXPECT_EQ(std::memcmp(g.view(0).run(1, 12, 1).v, v.data() + 42 * HD + 64, 64 * 4), 0);
 }
 
 }  // namespace

@@ -12,12 +12,10 @@ import json
 import os
 import subprocess
 
+import gguf  # installed by scripts/common.sh; a missing package is a failure, not a skip
 import numpy as np
-import pytest
-
-gguf = pytest.importorskip("gguf")
-from gguf import GGMLQuantizationType as QT  # noqa: E402
-from gguf import GGUFValueType as VT  # noqa: E402
+from gguf import GGMLQuantizationType as QT
+from gguf import GGUFValueType as VT
 
 SQ = os.environ.get("SQUEEZE_BIN", "build/release/tools/squeeze")
 BUILD = os.environ.get("SQUEEZE_BUILD", "build/release")

@@ -3,7 +3,7 @@
 //
 //   quant_dump quantize TYPE ROWS COLS IN.f32 OUT.bin OUT.f32 [IMPORTANCE.f32]
 //     quantizes raw little-endian f32 [ROWS, COLS]; writes the blocks and our dequantization
-//   quantize_dump dequantize TYPE ROWS COLS IN.bin OUT.f32
+//   quant_dump dequantize TYPE ROWS COLS IN.bin OUT.f32
 //     dequantizes raw blocks with our kernels
 #include <cstdio>
 #include <fstream>

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+
+#include "core/dtype.h"
 
 #include "quant/quantize.h"
 #include "quant_test_util.h"
@@ -104,9 +107,57 @@ TEST_P(Dot, MultiRowEqualsSingleRow) {
   }
 }
 
+// Blocks as any other GGUF writer might produce them: every code, scale and min byte
+// random (Q8_0 codes include -128), only the f16 fields kept finite.
+class DotBlocks : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(DotBlocks, ArbitraryBlocksAvx2MatchesScalar) {
+  const GgmlType type = GetParam();
+  const QuantTraits& ref = *traits_for(type, Isa::Scalar);
+  const QuantTraits* simd = traits_for(type, Isa::Avx2);
+  if (!simd) GTEST_SKIP() << "no AVX2 on this CPU";
+  const int64_t n = 4096 + 256;
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::normal_distribution<float> g(0.0f, 0.01f);
+  for (int rep = 0; rep < 5; ++rep) {
+    std::vector<uint8_t> w(row_bytes(type, n));
+    for (auto& b : w) b = static_cast<uint8_t>(byte(test::qrng()));
+    for (int64_t b = 0; b < n / ref.block_size; ++b) {
+      uint8_t* p = w.data() + b * ref.block_bytes;
+      auto put = [&](size_t off) {
+        const uint16_t h = f32_to_f16(g(test::qrng()));
+        std::memcpy(p + off, &h, 2);
+      };
+      if (type == GgmlType::Q6_K) put(offsetof(BlockQ6_K, d));
+      else put(0);
+      if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) put(2);
+    }
+    const auto y = test::heavy_tailed(n);
+    std::vector<uint8_t> a(row_bytes(ref.dot_type, n));
+    traits_for(ref.dot_type, Isa::Scalar)->quantize_act_row(y.data(), a.data(), n);
+    std::vector<float> wf(n), af(n);
+    ref.dequantize_row(w.data(), wf.data(), n);
+    traits_for(ref.dot_type, Isa::Scalar)->dequantize_row(a.data(), af.data(), n);
+    const auto off = test::code_zero_offsets(type, w.data(), n);
+    double exact = 0, mag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      exact += static_cast<double>(wf[i]) * af[i];
+      mag += (std::fabs(wf[i]) + 2.0 * std::fabs(off[i])) * std::fabs(af[i]);
+    }
+    const double bound = dot_bound(ref, n, mag);
+    const float r = ref.vec_dot(n, w.data(), a.data()), v = simd->vec_dot(n, w.data(), a.data());
+    EXPECT_NEAR(r, exact, bound) << ref.name;
+    EXPECT_NEAR(v, exact, bound) << ref.name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, Dot,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                         [](const auto& info) { return std::string(traits(info.param).name); });
+
+INSTANTIATE_TEST_SUITE_P(Types, DotBlocks,
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 TEST(ActivationQuant, Avx2BytesEqualScalar) {

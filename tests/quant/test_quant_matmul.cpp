@@ -120,6 +120,25 @@ INSTANTIATE_TEST_SUITE_P(Types, Matmul,
                                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
+TEST(MatmulF32, DefaultGemmUsesF32PathWithinSummationBound) {
+  // F32 weights without explicit kernels take kernels::cpu::gemm_nt (BLAS for large
+  // products): any summation order stays within Higham's γ_K·Σ|w||x|.
+  const Problem p = make_problem(GgmlType::F32, 70, 300);
+  const int64_t M = 33;
+  const auto X = test::gaussian(M * p.cols);
+  std::vector<float> Y(M * p.rows);
+  gemm(default_thread_pool(), {GgmlType::F32, p.w.data(), p.rows, p.cols}, {.X = X.data(), .M = M, .Y = Y.data()});
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t r = 0; r < p.rows; ++r) {
+      double s = 0, mag = 0;
+      for (int64_t c = 0; c < p.cols; ++c) {
+        s += static_cast<double>(p.wf[r * p.cols + c]) * X[m * p.cols + c];
+        mag += std::fabs(p.wf[r * p.cols + c] * X[m * p.cols + c]);
+      }
+      ASSERT_NEAR(Y[m * p.rows + r], s, 1.01 * (p.cols + 2) * test::kU * mag + 1e-30);
+    }
+}
+
 TEST(MatmulBadInput, Errors) {
   std::vector<uint8_t> w(144 * 4);
   std::vector<float> x(256), y(4);

@@ -206,6 +206,12 @@ TEST(Sampler, EdgeCases) {
   std::vector<float> pinf = {0.0f, std::numeric_limits<float>::infinity()};
   EXPECT_THROW(s.sample(pinf), squeeze::Error);
   EXPECT_THROW(s.sample(std::vector<float>{}), squeeze::Error);
+  // Top-k ties at the boundary go to the lowest ids.
+  Sampler tk({.temperature = 1.0f, .top_k = 2, .top_p = 1.0f, .min_p = 0.0f});
+  const auto d = tk.distribution(std::vector<float>{1, 2, 2, 2, 0});
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].id, 1);
+  EXPECT_EQ(d[1].id, 2);
   // top_p = 0 keeps exactly the most probable token.
   Sampler p0({.temperature = 1.0f, .top_k = 0, .top_p = 0.0f, .min_p = 0.0f});
   EXPECT_EQ(p0.distribution(std::vector<float>{0.1f, 0.9f, 0.5f}).size(), 1u);

@@ -63,19 +63,22 @@ struct TaskSlot {
   int64_t partial_offset;  // floats into the partial buffer (split tasks only)
 };
 
-// Keys below this many per split are not worth a separate task (merge + scheduling cost).
-constexpr int64_t kMinKeysPerSplit = 256;
+// Below this many (query tile, KV head) tasks the driver splits key ranges (decode).
+constexpr int64_t kFewTasks = 16;
+// Keys per split: 1024 keys of one head are 256 KiB of f16 K + V at D = 128, so the merge
+// (rows x D per split) and the scheduling cost are noise next to the split's own work.
+constexpr int64_t kKeysPerSplit = 1024;
 
 }  // namespace
 
 void attention(ThreadPool& pool, const AttentionParams& p, const KvLayerView& kv, const AttentionBatch& b,
                const AttentionTuning& tuning) {
   p.validate();
+  SQZ_CHECK(b.n_queries >= 0 && b.pos0 >= 0, "attention: bad query count or position");
+  if (b.n_queries == 0) return;
   validate_view(kv);
   SQZ_CHECK(kv.n_kv_heads == p.n_kv_heads && kv.head_dim == p.head_dim, "attention: KV view has ", kv.n_kv_heads, "x",
             kv.head_dim, " heads, params want ", p.n_kv_heads, "x", p.head_dim);
-  SQZ_CHECK(b.n_queries >= 0 && b.pos0 >= 0, "attention: bad query count or position");
-  if (b.n_queries == 0) return;
   SQZ_CHECK(b.q != nullptr && b.out != nullptr, "attention: null q or out");
   const int64_t D = p.head_dim, H = p.n_heads, G = H / p.n_kv_heads;
   const int64_t q_stride = b.q_stride ? b.q_stride : H * D, out_stride = b.out_stride ? b.out_stride : H * D;
@@ -90,7 +93,7 @@ void attention(ThreadPool& pool, const AttentionParams& p, const KvLayerView& kv
   const int64_t q_tile = tuning.query_tile > 0 ? std::min(tuning.query_tile, b.n_queries)
                                                : (b.n_queries == 1 ? 1 : std::clamp<int64_t>(64 / G, 1, b.n_queries));
   const int64_t n_tiles = (b.n_queries + q_tile - 1) / q_tile;
-  const int64_t base_tasks = n_tiles * p.n_kv_heads, threads = pool.size();
+  const int64_t base_tasks = n_tiles * p.n_kv_heads;
 
   // Tasks, the longest (latest) query tiles first so that dynamic scheduling balances.
   // Per calling thread, reused across calls (no allocation once warm). Named references,
@@ -107,10 +110,10 @@ void attention(ThreadPool& pool, const AttentionParams& p, const KvLayerView& kv
     const int64_t keys = b.pos0 + q_last + 1 - shape.first_key(b.pos0 + tile * q_tile);
     int64_t splits = tuning.key_splits;
     if (splits <= 0) {
-      // Flash-decoding: with few (KV head, tile) tasks, split keys so every thread has work.
-      splits = 1;
-      if (threads > 1 && base_tasks < 4 * threads)
-        splits = std::clamp<int64_t>((4 * threads + base_tasks - 1) / base_tasks, 1, std::max<int64_t>(1, keys / kMinKeysPerSplit));
+      // Flash-decoding: with few (KV head, tile) tasks, split long key ranges so that all
+      // threads have work even with one or two KV heads. The split depends on the shape
+      // only, never on the thread count, so results are identical for any pool size.
+      splits = base_tasks < kFewTasks ? std::max<int64_t>(1, keys / kKeysPerSplit) : 1;
     }
     splits = std::min(splits, keys);
     for (int64_t h = 0; h < p.n_kv_heads; ++h)

@@ -89,7 +89,9 @@ struct AttentionTuning {
 };
 
 // out = softmax(scale · q Kᵀ + causal/window mask) V, per query head. Multithreaded over
-// (query tile, KV head, key split) tasks; splits are merged exactly (max, sum, acc).
+// (query tile, KV head, key split) tasks; splits are merged exactly (max, sum, acc). The
+// task decomposition depends on the shapes only, so the result is bit-identical for any
+// pool size. No allocation once warm (per-thread scratch is reused across calls).
 // Throws squeeze::Error on bad shapes or when a needed key is not held in `kv`.
 void attention(ThreadPool& pool, const AttentionParams& params, const KvLayerView& kv,
                const AttentionBatch& batch, const AttentionTuning& tuning = {});

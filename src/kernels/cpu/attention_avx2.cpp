@@ -45,13 +45,13 @@ void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool 
     const int64_t count = run.len * D;
     if (kv.type == KvType::F32) {
       for (size_t off = 0; off < static_cast<size_t>(count) * 4 && pf_done < pf_bytes; off += 64, pf_done += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
       std::memcpy(dst, src, static_cast<size_t>(count) * 4);
     } else {
       const auto* h = reinterpret_cast<const __m128i*>(src);
       for (int64_t i = 0; i < count; i += 8) {
         if ((i & 31) == 0 && pf_done < pf_bytes) {  // one 64-byte line per 32 halves read
-          _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
           pf_done += 64;
         }
         _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(h + i / 8)));
@@ -62,8 +62,8 @@ void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool 
   }
 }
 
-// Prefetch distance in keys: two tiles (16 KiB of K and 16 KiB of V per head at D = 128).
-constexpr int64_t kPrefetchKeys = 2 * kTile;
+// Prefetch distance in keys: four tiles (32 KiB of K and of V per head at D = 128), into L2.
+constexpr int64_t kPrefetchKeys = 4 * kTile;
 
 // Eight horizontal sums in one vector: lane i = sum of the lanes of a_i.
 inline __m256 hsum8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6, __m256 a7) {
@@ -75,11 +75,11 @@ inline __m256 hsum8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m25
 // s[j] = q · k_j for 8 keys (rows of k at stride D).
 inline void scores_1x8(const float* q, const float* k, int64_t D, float* s) {
   __m256 a[8];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (auto& x : a) x = _mm256_setzero_ps();
   for (int64_t d = 0; d < D; d += 8) {
     const __m256 qv = _mm256_loadu_ps(q + d);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) a[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * D + d), a[j]);
   }
   _mm256_storeu_ps(s, hsum8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
@@ -88,11 +88,11 @@ inline void scores_1x8(const float* q, const float* k, int64_t D, float* s) {
 // Two rows × 4 keys: each K load feeds two FMAs.
 inline void scores_2x4(const float* q0, const float* q1, const float* k, int64_t D, float* s0, float* s1) {
   __m256 a[8];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (auto& x : a) x = _mm256_setzero_ps();
   for (int64_t d = 0; d < D; d += 8) {
     const __m256 q0v = _mm256_loadu_ps(q0 + d), q1v = _mm256_loadu_ps(q1 + d);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int j = 0; j < 4; ++j) {
       const __m256 kv = _mm256_loadu_ps(k + j * D + d);
       a[j] = _mm256_fmadd_ps(q0v, kv, a[j]);
@@ -104,29 +104,55 @@ inline void scores_2x4(const float* q0, const float* q1, const float* k, int64_t
   _mm_storeu_ps(s1, _mm256_extractf128_ps(r, 1));
 }
 
+// Three rows × 4 keys: 12 accumulators, each K load feeds three FMAs (7 loads per 12 FMAs,
+// which keeps large query groups and prefill tiles off the load ports' limit).
+inline void scores_3x4(const float* q0, const float* q1, const float* q2, const float* k, int64_t D, float* s0,
+                       float* s1, float* s2) {
+  __m256 a[12];
+#pragma GCC unroll 12
+  for (auto& x : a) x = _mm256_setzero_ps();
+  for (int64_t d = 0; d < D; d += 8) {
+    const __m256 q0v = _mm256_loadu_ps(q0 + d), q1v = _mm256_loadu_ps(q1 + d), q2v = _mm256_loadu_ps(q2 + d);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256 kv = _mm256_loadu_ps(k + j * D + d);
+      a[j] = _mm256_fmadd_ps(q0v, kv, a[j]);
+      a[4 + j] = _mm256_fmadd_ps(q1v, kv, a[4 + j]);
+      a[8 + j] = _mm256_fmadd_ps(q2v, kv, a[8 + j]);
+    }
+  }
+  const __m256 r01 = hsum8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+  const __m256 r2 = hsum8(a[8], a[9], a[10], a[11], a[8], a[9], a[10], a[11]);
+  _mm_storeu_ps(s0, _mm256_castps256_ps128(r01));
+  _mm_storeu_ps(s1, _mm256_extractf128_ps(r01, 1));
+  _mm_storeu_ps(s2, _mm256_castps256_ps128(r2));
+}
+
 // acc_r[d .. d + 8 NC) += Σ_t p_r[t] v_t[d ..] over t in [t0, t1), for NR rows at once.
 template <int NR, int NC>
 inline void accumulate_pv(const float* const* p, const float* v, int64_t D, int64_t t0, int64_t t1, float* const* acc,
                           int64_t d) {
   __m256 a[NR][NC];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) a[r][c] = _mm256_loadu_ps(acc[r] + d + 8 * c);
   for (int64_t t = t0; t < t1; ++t) {
-    __m256 vv[NC];
-    #pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) vv[c] = _mm256_loadu_ps(v + t * D + d + 8 * c);
-    #pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r) {
-      const __m256 pr = _mm256_broadcast_ss(p[r] + t);
-      #pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) a[r][c] = _mm256_fmadd_ps(pr, vv[c], a[r][c]);
+    // The row weights first, then each V chunk loaded once for all rows (NR = 3, NC = 4
+    // uses all 16 registers: 7 loads per 12 FMAs).
+    __m256 pr[NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) pr[r] = _mm256_broadcast_ss(p[r] + t);
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      const __m256 vv = _mm256_loadu_ps(v + t * D + d + 8 * c);
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) a[r][c] = _mm256_fmadd_ps(pr[r], vv, a[r][c]);
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) _mm256_storeu_ps(acc[r] + d + 8 * c, a[r][c]);
 }
 
@@ -190,6 +216,13 @@ void run_task_avx2(const Task& t) {
     // Scores of every active row against the tile's keys.
     load_tile(*t.kv, t.kv_head, k0, n, false, w.tile, kPrefetchKeys, k_end);
     int64_t i = 0;
+    for (; i + 3 <= n_active; i += 3) {
+      const int64_t r0 = w.active[static_cast<size_t>(i)], r1 = w.active[static_cast<size_t>(i + 1)],
+                    r2 = w.active[static_cast<size_t>(i + 2)];
+      for (int64_t j = 0; j < n8; j += 4)
+        scores_3x4(w.qs + r0 * D, w.qs + r1 * D, w.qs + r2 * D, w.tile + j * D, D, w.s + r0 * kTile + j,
+                   w.s + r1 * kTile + j, w.s + r2 * kTile + j);
+    }
     for (; i + 2 <= n_active; i += 2) {
       const int64_t r0 = w.active[static_cast<size_t>(i)], r1 = w.active[static_cast<size_t>(i + 1)];
       for (int64_t j = 0; j < n8; j += 4)
@@ -239,9 +272,19 @@ void run_task_avx2(const Task& t) {
       w.l[r] += avx2::hsum(sum);
     }
 
-    // acc += p · V over the tile, two rows per pass so each V load feeds two FMAs.
+    // acc += p · V over the tile, three (then two) rows per pass so each V load feeds
+    // several FMAs.
     load_tile(*t.kv, t.kv_head, k0, n, true, w.tile, kPrefetchKeys, k_end);
     i = 0;
+    for (; i + 3 <= n_active; i += 3) {
+      const int64_t r0 = w.active[static_cast<size_t>(i)], r1 = w.active[static_cast<size_t>(i + 1)],
+                    r2 = w.active[static_cast<size_t>(i + 2)];
+      const float* p[3] = {w.s + r0 * kTile, w.s + r1 * kTile, w.s + r2 * kTile};
+      float* acc[3] = {w.acc + r0 * D, w.acc + r1 * D, w.acc + r2 * D};
+      const int64_t t0 = std::min({t.row_lo(r0), t.row_lo(r1), t.row_lo(r2)});
+      const int64_t t1 = std::max({t.row_hi(r0), t.row_hi(r1), t.row_hi(r2)});
+      accumulate_rows<3>(p, w.tile, D, std::max(t0, k0) - k0, std::min(t1, k0 + n) - k0, acc);
+    }
     for (; i + 2 <= n_active; i += 2) {
       const int64_t r0 = w.active[static_cast<size_t>(i)], r1 = w.active[static_cast<size_t>(i + 1)];
       const float* p[2] = {w.s + r0 * kTile, w.s + r1 * kTile};

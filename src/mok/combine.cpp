@@ -1,0 +1,85 @@
+// mok/combine.cpp — expert outputs back to each token's home rank, push or pull, then
+// the gate-weighted sum over the top-k slots.
+#include <cstring>
+
+#include "core/error.h"
+#include "mok/dispatcher.h"
+
+namespace squeeze::mok {
+
+// Owner puts each output row into slot (token, k) of its home rank, then signals it.
+void Dispatcher::combine_push(const DispatchHandle& h, std::vector<std::byte>& slots) {
+  const uint64_t epoch = ++cpush_epoch_;
+  const int K = cfg_.K();
+  for (int64_t i = 0; i < h.n_rows(); ++i)
+    put_counted(h.src_rank[size_t(i)], comb_recv_, size_t(h.src_index[size_t(i)] * K + h.src_slot[size_t(i)]) * rb_,
+                staging_.data() + (size_t(i) * rb_), rb_, true);
+  t_.flush();
+  for (int i = 0; i < R_; ++i) signal((me_ + i) % R_, f_comb_push_, me_);
+  for (int s = 0; s < R_; ++s) t_.wait_flag(me_, f_comb_push_, s, epoch, s, "push combine: rows");
+  slots.resize(size_t(h.tokens * K) * rb_);
+  if (!slots.empty()) std::memcpy(slots.data(), t_.local(comb_recv_), slots.size());
+}
+
+// Owner publishes its output rows in place (expert order) and raises one flag; each home
+// rank gets its segments, one get per (owner, expert), and scatters them to its slots.
+void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows, std::vector<std::byte>& slots) {
+  to_payload(rows, t_.local(out_pub_), h.n_rows());
+  std::memcpy(t_.local(seg_pub_), h.seg_start.data(), h.seg_start.size() * 8);
+  const uint64_t epoch = ++cpub_epoch_;
+  t_.flag_add(me_, f_comb_pub_, 0, 1);
+
+  const int K = cfg_.K();
+  slots.resize(size_t(h.tokens * K) * rb_);
+  std::vector<int64_t> seg(size_t(EL_ * R_ + 1));
+  for (int i = 0; i < R_; ++i) {
+    const int d = (me_ + i) % R_;
+    const int64_t b = h.send_begin[size_t(d * EL_)], n = h.send_begin[size_t((d + 1) * EL_)] - b;
+    if (n == 0) continue;  // nothing to read from d: no need to wait for it
+    t_.wait_flag(d, f_comb_pub_, 0, epoch, d, "pull combine: outputs published");
+    bool known = true;
+    for (int e = 0; e < EL_; ++e) known = known && h.dest_seg[size_t(d * EL_ + e)] >= 0;
+    if (!known) {
+      get_counted(seg.data(), d, seg_pub_, 0, seg.size() * 8, false);
+      t_.flush();
+    }
+    staging_.resize(size_t(n) * rb_);
+    for (int e = 0; e < EL_; ++e) {
+      const int g = d * EL_ + e;
+      const int64_t start = known ? h.dest_seg[size_t(g)] : seg[size_t(e * R_ + me_)];
+      get_counted(staging_.data() + (size_t(h.send_begin[size_t(g)] - b) * rb_), d, out_pub_, size_t(start) * rb_,
+                  size_t(h.send_count[size_t(g)]) * rb_, true);
+    }
+    t_.flush();
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(slots.data() + (size_t(h.send_rows[size_t(b + j)]) * rb_), staging_.data() + (size_t(j) * rb_), rb_);
+  }
+}
+
+void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const float* rows, const CombineOut& out) {
+  SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "combine: the handle is not from a dispatch");
+  std::vector<std::byte> slots;
+  if (style == CombineStyle::Push) {
+    staging_.resize(size_t(h.n_rows()) * rb_);
+    to_payload(rows, staging_.data(), h.n_rows());
+    combine_push(h, slots);
+  } else {
+    combine_pull(h, rows, slots);
+  }
+  const int64_t H = cfg_.H();
+  const int K = cfg_.K();
+  std::vector<float> tmp(static_cast<size_t>(H));
+  for (int64_t t = 0; t < h.tokens; ++t) {
+    if (out.out) std::memset(out.out + t * H, 0, size_t(H) * 4);
+    for (int k = 0; k < K; ++k) {
+      float* row = out.slot_rows ? out.slot_rows + (t * K + k) * H : tmp.data();
+      from_payload(slots.data() + (size_t(t * K + k) * rb_), row, 1);
+      if (!out.out) continue;
+      const float w = out.weighted ? h.gate[size_t(t * K + k)] : 1.0f;
+      float* o = out.out + t * H;
+      for (int64_t i = 0; i < H; ++i) o[i] += w * row[i];
+    }
+  }
+}
+
+}  // namespace squeeze::mok

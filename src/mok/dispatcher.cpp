@@ -1,0 +1,240 @@
+// mok/dispatcher.cpp — Dispatcher set-up, the layout bookkeeping shared by every style,
+// and the pull dispatch.
+#include "mok/dispatcher.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "kernels/cpu/ops.h"
+
+namespace squeeze::mok {
+
+const char* dispatch_style_name(DispatchStyle s) {
+  switch (s) {
+    case DispatchStyle::PushNegotiated: return "push-negotiated";
+    case DispatchStyle::PushPrivate: return "push-private";
+    case DispatchStyle::Pull: return "pull";
+  }
+  return "?";
+}
+const char* combine_style_name(CombineStyle s) { return s == CombineStyle::Push ? "push" : "pull"; }
+DispatchStyle parse_dispatch_style(const std::string& s) {
+  for (auto d : {DispatchStyle::PushNegotiated, DispatchStyle::PushPrivate, DispatchStyle::Pull})
+    if (s == dispatch_style_name(d)) return d;
+  fail("unknown dispatch style '", s, "' (expected push-negotiated, push-private or pull)");
+}
+CombineStyle parse_combine_style(const std::string& s) {
+  if (s == "push") return CombineStyle::Push;
+  if (s == "pull") return CombineStyle::Pull;
+  fail("unknown combine style '", s, "' (expected push or pull)");
+}
+
+void DispatchHandle::rows_to_f32(const MoeConfig& cfg, float* out) const {
+  const int64_t n = n_rows() * cfg.H();
+  if (n == 0) return;
+  if (cfg.shape().payload == Payload::F32)
+    std::memcpy(out, rows_, size_t(n) * 4);
+  else
+    kernels::cpu::ops().bf16_to_f32(reinterpret_cast<const uint16_t*>(rows_), out, n);
+}
+
+Dispatcher::Dispatcher(const MoeConfig& cfg, Transport& t)
+    : cfg_(cfg), t_(t), me_(t.rank()), R_(t.size()), EL_(cfg.experts_per_rank()), rb_(cfg.row_bytes()) {
+  SQZ_CHECK(t.size() == cfg.R(), "dispatcher: the transport has ", t.size(), " ranks but the config says R=", cfg.R());
+  const size_t T = size_t(cfg.T()), K = size_t(cfg.K()), R = size_t(R_), EL = size_t(EL_);
+  const size_t cap = size_t(cfg.max_recv_rows());
+  tok_pub_ = t.alloc(T * rb_);
+  route_pub_ = t.alloc(8 + T * K * 8);
+  cnt_mat_ = t.alloc(R * size_t(cfg.E()) * 4);
+  priv_cnt_ = t.alloc(R * EL * 4);
+  recv_ = t.alloc(cap * rb_);
+  recv_meta_ = t.alloc(cap * sizeof(RowMeta));
+  seg_pub_ = t.alloc((EL * R + 1) * 8);
+  out_pub_ = t.alloc(cap * rb_);
+  comb_recv_ = t.alloc(T * K * rb_);
+  size_t total = 0;
+  for (auto b : {tok_pub_, route_pub_, cnt_mat_, priv_cnt_, recv_, recv_meta_, seg_pub_, out_pub_, comb_recv_})
+    total += b.bytes;
+  SQZ_CHECK(total == cfg.dispatcher_bytes(), "dispatcher: layout (", total, " B) disagrees with the config (",
+            cfg.dispatcher_bytes(), " B)");
+  f_pub_ = t.alloc_flags(1);
+  f_cnt_ = t.alloc_flags(R_);
+  f_pn_done_ = t.alloc_flags(R_);
+  f_pp_done_ = t.alloc_flags(R_);
+  f_comb_push_ = t.alloc_flags(R_);
+  f_comb_pub_ = t.alloc_flags(1);
+}
+
+void Dispatcher::get_counted(void* dst, int rank, SymBuffer b, size_t off, size_t n, bool payload) {
+  if (n == 0) return;
+  t_.get(dst, rank, b, off, n);
+  if (rank != me_) (payload ? traffic_.payload_bytes : traffic_.meta_bytes) += n;
+}
+void Dispatcher::put_counted(int rank, SymBuffer b, size_t off, const void* src, size_t n, bool payload) {
+  if (n == 0) return;
+  t_.put(rank, b, off, src, n);
+  if (rank != me_) (payload ? traffic_.payload_bytes : traffic_.meta_bytes) += n;
+}
+void Dispatcher::signal(int rank, FlagId f, int64_t index) {
+  t_.flag_add(rank, f, index, 1);
+  if (rank != me_) ++traffic_.signals;
+}
+
+void Dispatcher::mark_known() {
+  timing_.known_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
+}
+
+void Dispatcher::to_payload(const float* src, std::byte* dst, int64_t rows) const {
+  const int64_t n = rows * cfg_.H();
+  if (n == 0) return;
+  if (cfg_.shape().payload == Payload::F32)
+    std::memcpy(dst, src, size_t(n) * 4);
+  else
+    kernels::cpu::ops().f32_to_bf16(src, reinterpret_cast<uint16_t*>(dst), n);
+}
+void Dispatcher::from_payload(const std::byte* src, float* dst, int64_t rows) const {
+  const int64_t n = rows * cfg_.H();
+  if (n == 0) return;
+  if (cfg_.shape().payload == Payload::F32)
+    std::memcpy(dst, src, size_t(n) * 4);
+  else
+    kernels::cpu::ops().bf16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, n);
+}
+
+void Dispatcher::prepare_home(DispatchHandle& h, const Routing& r) const {
+  r.validate(cfg_);
+  h.tokens = r.tokens;
+  h.K = r.K;
+  h.expert = r.expert;
+  h.gate = r.gate;
+  const int64_t buckets = int64_t(R_) * EL_;
+  h.send_count.assign(size_t(buckets), 0);
+  // Global expert id e = d*EL + local: bucket index equals the expert id.
+  for (int32_t e : r.expert) ++h.send_count[size_t(e)];
+  h.send_begin.assign(size_t(buckets + 1), 0);
+  for (int64_t b = 0; b < buckets; ++b) h.send_begin[size_t(b + 1)] = h.send_begin[size_t(b)] + h.send_count[size_t(b)];
+  h.send_rows.assign(r.expert.size(), 0);
+  std::vector<int64_t> cursor(h.send_begin.begin(), h.send_begin.end() - 1);
+  for (size_t i = 0; i < r.expert.size(); ++i) h.send_rows[size_t(cursor[size_t(r.expert[i])]++)] = int32_t(i);
+  h.dest_seg.assign(size_t(buckets), -1);
+}
+
+void Dispatcher::finish_owner_layout(DispatchHandle& h, const std::vector<int64_t>& counts) const {
+  // counts[e*R + s]: rows from source s for local expert e.
+  h.seg_start.assign(size_t(EL_ * R_ + 1), 0);
+  for (size_t i = 0; i < counts.size(); ++i) h.seg_start[i + 1] = h.seg_start[i] + counts[i];
+  const size_t n = size_t(h.seg_start.back());
+  h.src_rank.resize(n);
+  for (int e = 0; e < EL_; ++e)
+    for (int s = 0; s < R_; ++s)
+      std::fill(h.src_rank.begin() + h.seg_start[size_t(e * R_ + s)],
+                h.src_rank.begin() + h.seg_start[size_t(e * R_ + s + 1)], s);
+  h.src_index.resize(n);
+  h.src_slot.resize(n);
+  h.row_gate.resize(n);
+}
+
+void Dispatcher::pack_send_rows(const DispatchHandle& h, const float* x, int d, std::byte* dst) const {
+  const int64_t b = h.send_begin[size_t(d * EL_)], e = h.send_begin[size_t((d + 1) * EL_)];
+  const int64_t H = cfg_.H();
+  for (int64_t i = b; i < e; ++i) to_payload(x + (h.send_rows[size_t(i)] / h.K) * H, dst + size_t(i - b) * rb_, 1);
+}
+
+DispatchHandle Dispatcher::dispatch(DispatchStyle style, const float* x, const Routing& routing) {
+  t_start_ = std::chrono::steady_clock::now();
+  timing_ = {};
+  DispatchHandle h;
+  prepare_home(h, routing);
+  switch (style) {
+    case DispatchStyle::Pull: dispatch_pull(h, x, routing); break;
+    case DispatchStyle::PushNegotiated: dispatch_push_negotiated(h, x, routing); break;
+    case DispatchStyle::PushPrivate: dispatch_push_private(h, x); break;
+  }
+  // Publish the segment table for pull combines (any dispatch style may be combined by pull).
+  std::memcpy(t_.local(seg_pub_), h.seg_start.data(), h.seg_start.size() * 8);
+  timing_.done_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
+  return h;
+}
+
+// --- pull ------------------------------------------------------------------------------
+
+void Dispatcher::dispatch_pull(DispatchHandle& h, const float* x, const Routing& r) {
+  const int64_t T = cfg_.T();
+  const int K = cfg_.K();
+  // 1. Publish in place: tokens and routing in this rank's own memory, then one flag.
+  to_payload(x, t_.local(tok_pub_), r.tokens);
+  std::byte* rp = t_.local(route_pub_);
+  std::memcpy(rp, &r.tokens, 8);
+  if (!r.expert.empty()) {
+    std::memcpy(rp + 8, r.expert.data(), r.expert.size() * 4);
+    std::memcpy(rp + 8 + size_t(T * K) * 4, r.gate.data(), r.gate.size() * 4);
+  }
+  const uint64_t epoch = ++pub_epoch_;
+  t_.flag_add(me_, f_pub_, 0, 1);
+
+  // 2. Read every source's routing as soon as its flag is up.
+  const size_t route_bytes = 8 + size_t(T * K) * 8;
+  std::vector<std::byte> routes(route_bytes * size_t(R_));
+  for (int i = 0; i < R_; ++i) {
+    const int s = (me_ + i) % R_;
+    t_.wait_flag(s, f_pub_, 0, epoch, s, "pull dispatch: tokens published");
+    get_counted(routes.data() + (route_bytes * size_t(s)), s, route_pub_, 0, route_bytes, false);
+  }
+  t_.flush();
+
+  // 3. Layout: rows for local expert e from source s, tokens ascending.
+  const int lo = me_ * EL_;
+  std::vector<int64_t> counts(size_t(EL_ * R_), 0);
+  auto source_view = [&](int s, int64_t& n, const int32_t*& ids, const float*& gates) {
+    const std::byte* base = routes.data() + (route_bytes * size_t(s));
+    std::memcpy(&n, base, 8);
+    SQZ_CHECK(n >= 0 && n <= T, "pull dispatch: rank ", s, " published ", n, " tokens (T=", T, ")");
+    ids = reinterpret_cast<const int32_t*>(base + 8);
+    gates = reinterpret_cast<const float*>(base + 8 + size_t(T * K) * 4);
+  };
+  for (int s = 0; s < R_; ++s) {
+    int64_t n;
+    const int32_t* ids;
+    const float* gates;
+    source_view(s, n, ids, gates);
+    for (int64_t i = 0; i < n * K; ++i) {
+      SQZ_CHECK(ids[i] >= 0 && ids[i] < cfg_.E(), "pull dispatch: rank ", s, " routed to expert ", ids[i]);
+      if (ids[i] >= lo && ids[i] < lo + EL_) ++counts[size_t((ids[i] - lo) * R_ + s)];
+    }
+  }
+  finish_owner_layout(h, counts);
+  std::vector<int64_t> cursor(h.seg_start.begin(), h.seg_start.end() - 1);
+  for (int s = 0; s < R_; ++s) {
+    int64_t n;
+    const int32_t* ids;
+    const float* gates;
+    source_view(s, n, ids, gates);
+    for (int64_t i = 0; i < n * K; ++i) {
+      if (ids[i] < lo || ids[i] >= lo + EL_) continue;
+      const size_t row = size_t(cursor[size_t((ids[i] - lo) * R_ + s)]++);
+      h.src_index[row] = int32_t(i / K);
+      h.src_slot[row] = int32_t(i % K);
+      h.row_gate[row] = gates[i];
+    }
+  }
+  mark_known();
+
+  // 4. Fetch exactly the needed rows into expert order; consecutive tokens in one get.
+  h.owned_rows_.resize(size_t(h.n_rows()) * rb_);
+  h.rows_ = h.owned_rows_.data();
+  for (int64_t row = 0; row < h.n_rows();) {
+    int64_t end = row + 1;
+    while (end < h.n_rows() && h.src_rank[size_t(end)] == h.src_rank[size_t(row)] &&
+           h.src_index[size_t(end)] == h.src_index[size_t(end - 1)] + 1)
+      ++end;
+    get_counted(h.owned_rows_.data() + (size_t(row) * rb_), h.src_rank[size_t(row)], tok_pub_,
+                size_t(h.src_index[size_t(row)]) * rb_, size_t(end - row) * rb_, true);
+    row = end;
+  }
+  t_.flush();
+}
+
+}  // namespace squeeze::mok

@@ -1,0 +1,148 @@
+// mok/dispatcher.h — dispatch (tokens to their experts' ranks) and combine (expert
+// outputs back home), three ways that share one output contract.
+//
+// Output contract of every dispatch, on the rank that owns the experts: for each local
+// expert e, a contiguous block of received rows, ordered by (source rank, token index),
+// with per row its source rank, source token index, top-k slot and gate weight. All three
+// styles produce the same layout, so downstream code (and tests) cannot tell them apart.
+//
+//  - PushNegotiated (DeepEP-style): sources all-gather per-expert counts, prefix sums
+//    give each source its write offsets, sources put rows in final place, then signal.
+//  - PushPrivate (pplx-style): each source owns a region in every receiver, writes
+//    there without negotiation, posts a count; the receiver compacts.
+//  - Pull (MoK): sources publish tokens and routing in their own memory and raise one
+//    flag; the expert owner reads all routing, then gets exactly the rows it needs
+//    straight into expert-contiguous order.
+//
+// Buffer lifetime: a handle's rows (rows()) stay valid until the next dispatch on the
+// same Dispatcher; between two dispatches (or two combines) every rank must have passed
+// a point that orders them — the layer's combine does, the benchmark uses barrier().
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "mok/config.h"
+#include "mok/router.h"
+#include "mok/transport.h"
+
+namespace squeeze::mok {
+
+enum class DispatchStyle { PushNegotiated, PushPrivate, Pull };
+enum class CombineStyle { Push, Pull };
+const char* dispatch_style_name(DispatchStyle s);
+const char* combine_style_name(CombineStyle s);
+DispatchStyle parse_dispatch_style(const std::string& s);
+CombineStyle parse_combine_style(const std::string& s);
+
+// Bytes this rank moved to or from other ranks (its own rows do not count).
+struct Traffic {
+  uint64_t payload_bytes = 0;
+  uint64_t meta_bytes = 0;  // counts, routing, row metadata, segment tables
+  uint64_t signals = 0;     // flag updates sent to other ranks
+  void clear() { *this = {}; }
+};
+
+// What a dispatch returns; reused by combine, by the cached dispatch of the backward
+// and by the combine of input gradients.
+struct DispatchHandle {
+  // --- home side: this rank's tokens
+  int64_t tokens = 0;
+  int K = 0;
+  std::vector<int32_t> expert;        // [tokens, K]
+  std::vector<float> gate;            // [tokens, K]
+  std::vector<int64_t> send_count;    // [R, EL] rows sent to (rank d, local expert e)
+  std::vector<int32_t> send_rows;     // t*K+k, grouped by d, then e, then t
+  std::vector<int64_t> send_begin;    // [R*EL + 1] into send_rows
+  std::vector<int64_t> dest_seg;      // [R, EL] first row of this rank's segment at d (-1: unknown)
+
+  // --- owner side: rows received for the local experts
+  std::vector<int64_t> seg_start;     // [EL*R + 1]: rows from source s for expert e start at seg_start[e*R+s]
+  std::vector<int32_t> src_rank, src_index, src_slot;  // per row
+  std::vector<float> row_gate;                         // per row
+
+  int64_t n_rows() const { return int64_t(src_rank.size()); }
+  int64_t expert_begin(int e, int R) const { return seg_start[size_t(e * R)]; }
+  // Received rows in the payload dtype, [n_rows, H]; see the lifetime note above.
+  const std::byte* rows() const { return rows_; }
+  // The received rows as f32 [n_rows, H].
+  void rows_to_f32(const MoeConfig& cfg, float* out) const;
+
+  const std::byte* rows_ = nullptr;
+  std::vector<std::byte> owned_rows_;
+};
+
+// When the owner knew what to read (pull: all routing read; push: all counts in),
+// seconds after the dispatch call began; for the signalling-latency benchmark.
+struct DispatchTiming {
+  double known_s = 0;
+  double done_s = 0;
+};
+
+class Dispatcher {
+ public:
+  // Collective: allocates cfg.dispatcher_bytes() of symmetric memory on every rank.
+  Dispatcher(const MoeConfig& cfg, Transport& transport);
+
+  // x [routing.tokens, H] f32 -> handle with this rank's received rows.
+  DispatchHandle dispatch(DispatchStyle style, const float* x, const Routing& routing);
+  // The same routing as `h`, new rows x [tokens, H] (combine's backward): out [n_rows, H].
+  // Push styles write into private regions (counts are already known); Pull gets.
+  void dispatch_cached(DispatchStyle style, const DispatchHandle& h, const float* x, float* out);
+
+  struct CombineOut {
+    float* slot_rows = nullptr;   // optional [tokens, K, H]: each returned row, unweighted
+    float* out = nullptr;         // optional [tokens, H]: sum over slots of weight * row
+    bool weighted = true;         // weight = gate (true) or 1 (input-gradient combine)
+  };
+  // rows [n_rows, H] f32 in the handle's row order -> home rank's tokens.
+  void combine(CombineStyle style, const DispatchHandle& h, const float* rows, const CombineOut& out);
+
+  void barrier() { t_.barrier(); }
+  const Traffic& traffic() const { return traffic_; }
+  void clear_traffic() { traffic_.clear(); }
+  const DispatchTiming& last_timing() const { return timing_; }
+  const MoeConfig& config() const { return cfg_; }
+  Transport& transport() { return t_; }
+
+ private:
+  struct RowMeta {
+    int32_t index, slot;
+    float gate;
+  };
+  void prepare_home(DispatchHandle& h, const Routing& r) const;
+  void finish_owner_layout(DispatchHandle& h, const std::vector<int64_t>& counts) const;
+  void to_payload(const float* src, std::byte* dst, int64_t rows) const;
+  void from_payload(const std::byte* src, float* dst, int64_t rows) const;
+  void pack_send_rows(const DispatchHandle& h, const float* x, int d, std::byte* dst) const;
+  void get_counted(void* dst, int rank, SymBuffer b, size_t off, size_t n, bool payload);
+  void put_counted(int rank, SymBuffer b, size_t off, const void* src, size_t n, bool payload);
+  void signal(int rank, FlagId f, int64_t index);
+  void mark_known();
+
+  void dispatch_pull(DispatchHandle& h, const float* x, const Routing& r);
+  void dispatch_push_negotiated(DispatchHandle& h, const float* x, const Routing& r);
+  void dispatch_push_private(DispatchHandle& h, const float* x);
+  uint64_t send_private(const DispatchHandle& h, const float* x, bool with_meta);
+  void collect_private(const DispatchHandle& h, std::byte* dst_rows, DispatchHandle* meta_out);
+  void combine_push(const DispatchHandle& h, std::vector<std::byte>& slots);
+  void combine_pull(const DispatchHandle& h, const float* rows, std::vector<std::byte>& slots);
+
+  MoeConfig cfg_;
+  Transport& t_;
+  int me_, R_, EL_;
+  size_t rb_;
+  // Symmetric buffers (see MoeConfig::dispatcher_bytes for their sizes).
+  SymBuffer tok_pub_, route_pub_, cnt_mat_, priv_cnt_, recv_, recv_meta_, seg_pub_, out_pub_, comb_recv_;
+  // Flags: *_epoch_ counts how many times each was raised, equal on all ranks.
+  FlagId f_pub_, f_cnt_, f_pn_done_, f_pp_done_, f_comb_push_, f_comb_pub_;
+  uint64_t pub_epoch_ = 0, pn_epoch_ = 0, pp_epoch_ = 0, cpush_epoch_ = 0, cpub_epoch_ = 0;
+  std::vector<std::byte> staging_;
+  Traffic traffic_;
+  DispatchTiming timing_;
+  std::chrono::steady_clock::time_point t_start_;
+};
+
+}  // namespace squeeze::mok

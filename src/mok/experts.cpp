@@ -1,0 +1,76 @@
+// mok/experts.cpp — SwiGLU expert forward/backward on the BLAS (per-expert GEMMs).
+#include "mok/experts.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace squeeze::mok {
+namespace {
+
+// C[M,N] = beta*C + op(A)·op(B), row-major.
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+          float beta, float* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+              1.0f, A, int(lda), B, int(ldb), beta, C, int(ldc));
+}
+float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }
+
+}  // namespace
+
+void swiglu_forward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* x, float* y, FfnCache& c) {
+  c.x.assign(x, x + n * H);
+  c.a.resize(size_t(n * I));
+  c.b.resize(size_t(n * I));
+  c.h.resize(size_t(n * I));
+  if (n == 0) return;
+  gemm(false, true, n, I, H, x, H, w.gate.data(), H, 0.0f, c.a.data(), I);
+  gemm(false, true, n, I, H, x, H, w.up.data(), H, 0.0f, c.b.data(), I);
+  for (size_t i = 0; i < c.h.size(); ++i) c.h[i] = c.a[i] * sigmoid(c.a[i]) * c.b[i];
+  gemm(false, true, n, H, I, c.h.data(), I, w.down.data(), I, 0.0f, y, H);
+}
+
+void swiglu_backward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const FfnCache& c, const float* dy,
+                     float* dx, ExpertWeights& g) {
+  if (n == 0) return;
+  // dWd [H, I] += dyᵀ·h ; dh [n, I] = dy·Wd
+  gemm(true, false, H, I, n, dy, H, c.h.data(), I, 1.0f, g.down.data(), I);
+  std::vector<float> da(size_t(n * I)), db(size_t(n * I));
+  gemm(false, false, n, I, H, dy, H, w.down.data(), I, 0.0f, da.data(), I);
+  for (size_t i = 0; i < da.size(); ++i) {
+    const float a = c.a[i], s = sigmoid(a), dh = da[i];
+    db[i] = dh * a * s;
+    da[i] = dh * c.b[i] * s * (1.0f + a * (1.0f - s));
+  }
+  // Weight gradients first: the caller may send dx away as soon as it is ready.
+  gemm(true, false, I, H, n, da.data(), I, c.x.data(), H, 1.0f, g.gate.data(), H);
+  gemm(true, false, I, H, n, db.data(), I, c.x.data(), H, 1.0f, g.up.data(), H);
+  gemm(false, false, n, H, I, da.data(), I, w.gate.data(), H, 0.0f, dx, H);
+  gemm(false, false, n, H, I, db.data(), I, w.up.data(), H, 1.0f, dx, H);
+}
+
+void experts_forward(const ExpertGroup& g, const float* x, float* y, std::vector<FfnCache>& caches) {
+  const int64_t H = g.cfg->H(), I = g.cfg->I();
+  const int EL = g.cfg->experts_per_rank();
+  caches.resize(size_t(EL));
+  for (int e = 0; e < EL; ++e) {
+    const int64_t b = g.offsets[size_t(e)], n = g.offsets[size_t(e + 1)] - b;
+    swiglu_forward(g.weights->experts[size_t(g.rank * EL + e)], H, I, n, x + b * H, y + b * H, caches[size_t(e)]);
+  }
+}
+
+void experts_backward(const ExpertGroup& g, const std::vector<FfnCache>& caches, const float* dy, float* dx,
+                      MoeWeights& grads) {
+  const int64_t H = g.cfg->H(), I = g.cfg->I();
+  const int EL = g.cfg->experts_per_rank();
+  for (int e = 0; e < EL; ++e) {
+    const int64_t b = g.offsets[size_t(e)], n = g.offsets[size_t(e + 1)] - b;
+    const int ge = g.rank * EL + e;
+    swiglu_backward(g.weights->experts[size_t(ge)], H, I, n, caches[size_t(e)], dy + b * H, dx + b * H,
+                    grads.experts[size_t(ge)]);
+  }
+}
+
+}  // namespace squeeze::mok

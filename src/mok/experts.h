@@ -1,0 +1,35 @@
+// mok/experts.h — SwiGLU experts over grouped rows: per expert, one GEMM per projection
+// over its contiguous block of received rows (the dispatch's output contract).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mok/config.h"
+
+namespace squeeze::mok {
+
+// What the backward needs: inputs and activations of every row, [rows, *].
+struct FfnCache {
+  std::vector<float> x, a, b, h;  // x [n, H]; a = x·Wgᵀ, b = x·Wuᵀ, h = silu(a)·b: [n, I]
+};
+
+// y [n, H] = down(silu(x·gateᵀ) * (x·upᵀ)) for one expert; fills cache.
+void swiglu_forward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* x, float* y, FfnCache& c);
+// dy [n, H] -> dx [n, H] (overwritten); accumulates weight gradients into g.
+void swiglu_backward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const FfnCache& c, const float* dy,
+                     float* dx, ExpertWeights& g);
+
+// Grouped over this rank's local experts: rows of local expert e are
+// [offsets[e], offsets[e+1]) of x / y / dx.
+struct ExpertGroup {
+  const MoeConfig* cfg;
+  const MoeWeights* weights;
+  int rank;
+  std::vector<int64_t> offsets;  // [EL + 1]
+};
+void experts_forward(const ExpertGroup& g, const float* x, float* y, std::vector<FfnCache>& caches);
+void experts_backward(const ExpertGroup& g, const std::vector<FfnCache>& caches, const float* dy, float* dx,
+                      MoeWeights& grads);
+
+}  // namespace squeeze::mok

@@ -1,0 +1,54 @@
+// mok/layer.h — one rank's part of the expert-parallel MoE layer, forward and backward:
+// route -> dispatch -> grouped experts -> combine (+ shared expert), and the mirror
+// image for gradients (combine's backward is a cached dispatch of output gradients,
+// dispatch's backward is a combine of input gradients).
+#pragma once
+
+#include <vector>
+
+#include "mok/config.h"
+#include "mok/dispatcher.h"
+#include "mok/experts.h"
+#include "mok/router.h"
+
+namespace squeeze::mok {
+
+struct LayerOptions {
+  DispatchStyle dispatch = DispatchStyle::Pull;
+  CombineStyle combine = CombineStyle::Pull;
+};
+
+class MoeLayer {
+ public:
+  // Collective. `weights` holds the whole layer; this rank uses its experts, the router
+  // and the shared expert. It must outlive the layer.
+  MoeLayer(const MoeConfig& cfg, Transport& transport, const MoeWeights& weights, LayerOptions opt = {});
+
+  // x [tokens, H] (tokens <= T) -> out [tokens, H].
+  void forward(const float* x, int64_t tokens, float* out);
+  // dout [tokens, H] -> dx [tokens, H]. grads (shaped like the weights) receive: this
+  // rank's experts' gradients, and the router's and shared expert's summed over ranks.
+  void backward(const float* dout, float* dx, MoeWeights& grads);
+
+  const DispatchHandle& handle() const { return handle_; }
+  const Routing& routing() const { return routing_; }
+  Dispatcher& dispatcher() { return dispatcher_; }
+
+ private:
+  const MoeConfig cfg_;
+  Transport& t_;
+  const MoeWeights& w_;
+  LayerOptions opt_;
+  Dispatcher dispatcher_;
+  // Forward state kept for the backward.
+  std::vector<float> x_, slot_rows_;
+  Routing routing_;
+  RouterCache router_cache_;
+  DispatchHandle handle_;
+  ExpertGroup group_;
+  std::vector<FfnCache> expert_caches_;
+  FfnCache shared_cache_;
+  bool have_forward_ = false;
+};
+
+}  // namespace squeeze::mok

@@ -1,0 +1,31 @@
+// mok/mpi_transport.h — ranks as MPI processes (built only when MPI is found).
+//
+// Shm: one MPI_Win_allocate_shared window per buffer over all ranks (one node); gets,
+//      puts and flags are loads, stores and atomics on the peer's mapped memory.
+// Rma: MPI_Win_allocate windows in one passive-target epoch (MPI_Win_lock_all);
+//      MPI_Get for pull, MPI_Put for push, MPI_Accumulate / MPI_Fetch_and_op for flags.
+//      On one machine this forces the across-node path, every rank its own "node".
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "mok/transport.h"
+
+namespace squeeze::mok {
+
+enum class MpiMode { Shm, Rma };
+const char* mpi_mode_name(MpiMode m);
+MpiMode parse_mpi_mode(const std::string& s);
+
+// MPI must be initialised (MPI_Init_thread with at least MPI_THREAD_FUNNELED); the
+// transport is used by the thread that initialised it. Construction and destruction
+// are collective over `comm`.
+std::unique_ptr<Transport> make_mpi_transport(MpiMode mode, MPI_Comm comm = MPI_COMM_WORLD);
+
+// Initialises MPI once for the process (no-op if already done); finalises at exit.
+void ensure_mpi_initialised();
+
+}  // namespace squeeze::mok

@@ -1,0 +1,194 @@
+// mok/reference.cpp — float64 forward/backward of the MoE layer, one token at a time.
+#include "mok/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace squeeze::mok {
+namespace {
+
+double sigmoid(double a) { return 1.0 / (1.0 + std::exp(-a)); }
+
+// The wire rounding: the distributed layer holds f32 and sends bf16.
+struct Rounder {
+  bool on;
+  double operator()(double v) const { return on ? double(bf16_to_f32(f32_to_bf16(float(v)))) : v; }
+};
+
+struct Route {
+  std::vector<double> s;   // activated scores [E]
+  std::vector<int32_t> sel;
+  std::vector<double> g;
+  double S = 0;
+};
+
+Route route_token(const MoeConfig& cfg, const RefWeights& w, const double* x) {
+  const int E = cfg.E(), K = cfg.K();
+  const int64_t H = cfg.H();
+  Route r;
+  r.s.resize(size_t(E));
+  for (int e = 0; e < E; ++e) {
+    double acc = w.router_bias[size_t(e)];
+    for (int64_t h = 0; h < H; ++h) acc += w.router[size_t(e * H + h)] * x[h];
+    r.s[size_t(e)] = acc;
+  }
+  if (cfg.shape().scoring == Scoring::Softmax) {
+    const double m = *std::max_element(r.s.begin(), r.s.end());
+    double sum = 0;
+    for (double& v : r.s) sum += (v = std::exp(v - m));
+    for (double& v : r.s) v /= sum;
+  } else {
+    for (double& v : r.s) v = sigmoid(v);
+  }
+  std::vector<int32_t> order(static_cast<size_t>(E));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return r.s[size_t(a)] > r.s[size_t(b)]; });
+  r.sel.assign(order.begin(), order.begin() + K);
+  for (int32_t e : r.sel) r.S += r.s[size_t(e)];
+  for (int32_t e : r.sel) r.g.push_back(r.s[size_t(e)] / r.S);
+  return r;
+}
+
+// One SwiGLU expert on one row, keeping what its backward needs.
+struct FfnTrace {
+  std::vector<double> a, b, h, y;
+};
+FfnTrace ffn(const BasicExpertWeights<double>& w, int64_t H, int64_t I, const std::vector<double>& x) {
+  FfnTrace f{std::vector<double>(size_t(I)), std::vector<double>(size_t(I)), std::vector<double>(size_t(I)),
+             std::vector<double>(size_t(H))};
+  for (int64_t i = 0; i < I; ++i) {
+    double a = 0, b = 0;
+    for (int64_t h = 0; h < H; ++h) a += w.gate[size_t(i * H + h)] * x[size_t(h)], b += w.up[size_t(i * H + h)] * x[size_t(h)];
+    f.a[size_t(i)] = a, f.b[size_t(i)] = b, f.h[size_t(i)] = a * sigmoid(a) * b;
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    double y = 0;
+    for (int64_t i = 0; i < I; ++i) y += w.down[size_t(h * I + i)] * f.h[size_t(i)];
+    f.y[size_t(h)] = y;
+  }
+  return f;
+}
+
+// dy -> accumulates weight grads into gw, returns dx of this row.
+std::vector<double> ffn_backward(const BasicExpertWeights<double>& w, BasicExpertWeights<double>& gw, int64_t H,
+                                 int64_t I, const std::vector<double>& x, const FfnTrace& f,
+                                 const std::vector<double>& dy) {
+  std::vector<double> dx(size_t(H), 0.0);
+  for (int64_t i = 0; i < I; ++i) {
+    double dh = 0;
+    for (int64_t h = 0; h < H; ++h) {
+      dh += w.down[size_t(h * I + i)] * dy[size_t(h)];
+      gw.down[size_t(h * I + i)] += dy[size_t(h)] * f.h[size_t(i)];
+    }
+    const double a = f.a[size_t(i)], sg = sigmoid(a);
+    const double da = dh * f.b[size_t(i)] * sg * (1.0 + a * (1.0 - sg));
+    const double db = dh * a * sg;
+    for (int64_t h = 0; h < H; ++h) {
+      gw.gate[size_t(i * H + h)] += da * x[size_t(h)];
+      gw.up[size_t(i * H + h)] += db * x[size_t(h)];
+      dx[size_t(h)] += da * w.gate[size_t(i * H + h)] + db * w.up[size_t(i * H + h)];
+    }
+  }
+  return dx;
+}
+
+void check_input(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x) {
+  SQZ_CHECK(x.size() % size_t(cfg.H()) == 0, "reference: x has ", x.size(), " values, not a multiple of H=", cfg.H());
+  SQZ_CHECK(w.experts.size() == size_t(cfg.E()), "reference: weights hold ", w.experts.size(), " experts, config E=",
+            cfg.E());
+}
+
+// Forward and (when dout) backward in one pass.
+void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x, const std::vector<double>* dout,
+         ReferenceOptions opt, ReferenceResult* res, ReferenceGrads* grads) {
+  check_input(cfg, w, x);
+  const int64_t H = cfg.H(), I = cfg.I(), N = int64_t(x.size()) / H;
+  const int K = cfg.K();
+  const Rounder wire{opt.emulate_payload && cfg.shape().payload == Payload::BF16};
+  if (res) res->out.assign(size_t(N * H), 0.0), res->expert.clear(), res->gate.clear();
+  if (grads) grads->dx.assign(size_t(N * H), 0.0), grads->dw = RefWeights::zeros(cfg);
+  for (int64_t t = 0; t < N; ++t) {
+    std::vector<double> xt(x.begin() + t * H, x.begin() + (t + 1) * H), xr(static_cast<size_t>(H));
+    for (int64_t h = 0; h < H; ++h) xr[size_t(h)] = wire(xt[size_t(h)]);
+    const Route r = route_token(cfg, w, xt.data());
+    std::vector<std::vector<double>> ys;
+    std::vector<FfnTrace> traces;
+    for (int k = 0; k < K; ++k) {
+      traces.push_back(ffn(w.experts[size_t(r.sel[size_t(k)])], H, I, xr));
+      std::vector<double> y = traces.back().y;
+      for (double& v : y) v = wire(v);
+      ys.push_back(std::move(y));
+    }
+    FfnTrace shared;
+    if (cfg.shape().shared_expert) shared = ffn(w.shared, H, I, xt);
+    if (res) {
+      for (int k = 0; k < K; ++k) {
+        res->expert.push_back(r.sel[size_t(k)]);
+        res->gate.push_back(r.g[size_t(k)]);
+        for (int64_t h = 0; h < H; ++h) res->out[size_t(t * H + h)] += r.g[size_t(k)] * ys[size_t(k)][size_t(h)];
+      }
+      if (cfg.shape().shared_expert)
+        for (int64_t h = 0; h < H; ++h) res->out[size_t(t * H + h)] += shared.y[size_t(h)];
+    }
+    if (!grads) continue;
+    std::vector<double> d(dout->begin() + t * H, dout->begin() + (t + 1) * H), dr(static_cast<size_t>(H));
+    for (int64_t h = 0; h < H; ++h) dr[size_t(h)] = wire(d[size_t(h)]);
+    double* dx = &grads->dx[size_t(t * H)];
+    std::vector<double> dg(static_cast<size_t>(K));
+    for (int k = 0; k < K; ++k) {
+      for (int64_t h = 0; h < H; ++h) dg[size_t(k)] += d[size_t(h)] * ys[size_t(k)][size_t(h)];
+      std::vector<double> dy(static_cast<size_t>(H));
+      for (int64_t h = 0; h < H; ++h) dy[size_t(h)] = r.g[size_t(k)] * dr[size_t(h)];
+      const int32_t e = r.sel[size_t(k)];
+      auto dxk = ffn_backward(w.experts[size_t(e)], grads->dw.experts[size_t(e)], H, I, xr, traces[size_t(k)], dy);
+      for (int64_t h = 0; h < H; ++h) dx[h] += wire(dxk[size_t(h)]);
+    }
+    if (cfg.shape().shared_expert) {
+      auto dxs = ffn_backward(w.shared, grads->dw.shared, H, I, xt, shared, d);
+      for (int64_t h = 0; h < H; ++h) dx[h] += dxs[size_t(h)];
+    }
+    // Router: gate_k = s_k / S over the selected experts.
+    const int E = cfg.E();
+    double gdg = 0;
+    for (int k = 0; k < K; ++k) gdg += r.g[size_t(k)] * dg[size_t(k)];
+    std::vector<double> ds(size_t(E), 0.0), dl(static_cast<size_t>(E));
+    for (int k = 0; k < K; ++k) ds[size_t(r.sel[size_t(k)])] = (dg[size_t(k)] - gdg) / r.S;
+    if (cfg.shape().scoring == Scoring::Softmax) {
+      double dot = 0;
+      for (int e = 0; e < E; ++e) dot += ds[size_t(e)] * r.s[size_t(e)];
+      for (int e = 0; e < E; ++e) dl[size_t(e)] = r.s[size_t(e)] * (ds[size_t(e)] - dot);
+    } else {
+      for (int e = 0; e < E; ++e) dl[size_t(e)] = ds[size_t(e)] * r.s[size_t(e)] * (1.0 - r.s[size_t(e)]);
+    }
+    for (int e = 0; e < E; ++e) {
+      grads->dw.router_bias[size_t(e)] += dl[size_t(e)];
+      for (int64_t h = 0; h < H; ++h) {
+        grads->dw.router[size_t(e * H + h)] += dl[size_t(e)] * xt[size_t(h)];
+        dx[h] += dl[size_t(e)] * w.router[size_t(e * H + h)];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+ReferenceResult reference_forward(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x,
+                                  ReferenceOptions opt) {
+  ReferenceResult r;
+  run(cfg, w, x, nullptr, opt, &r, nullptr);
+  return r;
+}
+
+ReferenceGrads reference_backward(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x,
+                                  const std::vector<double>& dout, ReferenceOptions opt) {
+  SQZ_CHECK(dout.size() == x.size(), "reference: dout has ", dout.size(), " values, x has ", x.size());
+  ReferenceGrads g;
+  run(cfg, w, x, &dout, opt, nullptr, &g);
+  return g;
+}
+
+}  // namespace squeeze::mok

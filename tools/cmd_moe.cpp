@@ -1,0 +1,177 @@
+// tools/cmd_moe.cpp — `squeeze moe test|bench`: the MoK layer checked against the
+// reference, and the pull vs push dispatch/combine benchmark; in-process ranks, or MPI
+// ranks when started under mpirun with --transport mpi-shm|mpi-rma.
+#include <cstdio>
+#include <mutex>
+
+#include "args.h"
+#include "command.h"
+#include "core/error.h"
+#include "mok/bench.h"
+#include "mok/inproc_transport.h"
+#ifdef SQUEEZE_HAVE_MPI
+#include "mok/mpi_alltoallv.h"
+#include "mok/mpi_transport.h"
+#endif
+
+namespace {
+using namespace squeeze;
+using namespace squeeze::mok;
+
+// Runs fn on every rank of the chosen transport (in-process: R threads; MPI: this process).
+void on_ranks(const std::string& transport, int ranks, const std::function<void(Transport&)>& fn) {
+  if (transport == "inproc") {
+    run_inproc_ranks_or_throw(ranks, fn, std::chrono::seconds(60));
+    return;
+  }
+#ifdef SQUEEZE_HAVE_MPI
+  if (transport == "mpi-shm" || transport == "mpi-rma") {
+    ensure_mpi_initialised();
+    auto t = make_mpi_transport(transport == "mpi-shm" ? MpiMode::Shm : MpiMode::Rma);
+    t->set_timeout(std::chrono::seconds(60));
+    fn(*t);
+    return;
+  }
+#endif
+#ifdef SQUEEZE_HAVE_MPI
+  fail("unknown transport '", transport, "' (expected inproc, mpi-shm or mpi-rma)");
+#else
+  fail("unknown transport '", transport, "' (expected inproc; this build has no MPI)");
+#endif
+}
+
+MoeShape shape_from(const cli::Args& a, int ranks) {
+  MoeShape s;
+  s.tokens_per_rank = a.get_int("--tokens");
+  s.hidden = a.get_int("--hidden");
+  s.inter = a.get_int("--inter");
+  s.n_experts = int(a.get_int("--experts"));
+  s.top_k = int(a.get_int("--topk"));
+  s.n_ranks = ranks;
+  s.payload = parse_payload(a.get("--payload"));
+  s.scoring = parse_scoring(a.get("--scoring"));
+  s.shared_expert = a.has("--shared");
+  return s;
+}
+
+int world_size(const std::string& transport, int requested) {
+#ifdef SQUEEZE_HAVE_MPI
+  if (transport != "inproc") {
+    ensure_mpi_initialised();
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    return n;
+  }
+#endif
+  return requested;
+}
+
+cli::Args make_args(const char* sub, const char* what, const char* tokens, const char* hidden, const char* inter,
+                    const char* experts, const char* topk) {
+  cli::Args a(std::string("moe ") + sub, std::string("moe ") + sub + " [options]", what);
+  a.option({"--transport"}, "NAME", "inproc | mpi-shm | mpi-rma (under mpirun)", "inproc")
+      .option({"-r", "--ranks"}, "R", "in-process ranks", "4")
+      .option({"--tokens"}, "T", "tokens per rank", tokens)
+      .option({"--hidden"}, "H", "hidden size", hidden)
+      .option({"--inter"}, "I", "expert intermediate size", inter)
+      .option({"--experts"}, "E", "experts", experts)
+      .option({"--topk"}, "K", "experts per token", topk)
+      .option({"--payload"}, "DTYPE", "bf16 | f32", "bf16")
+      .option({"--scoring"}, "NAME", "softmax | sigmoid", "softmax")
+      .flag({"--shared"}, "add a shared expert");
+  return a;
+}
+
+int run_test(int argc, char** argv) {
+  auto a = make_args("test", "Runs the MoE layer forward and backward on R ranks for every dispatch x combine "
+                     "variant and checks it against the float64 reference.", "16", "64", "32", "8", "2");
+  if (!a.parse(argc, argv)) return 0;
+  const std::string tr = a.get("--transport");
+  const int R = world_size(tr, int(a.get_int("--ranks")));
+  const MoeConfig cfg(shape_from(a, R));
+  bool all_ok = true;
+  for (auto ds : {DispatchStyle::Pull, DispatchStyle::PushNegotiated, DispatchStyle::PushPrivate})
+    for (auto cs : {CombineStyle::Pull, CombineStyle::Push}) {
+      VerifyResult v;
+      std::mutex m;
+      on_ranks(tr, R, [&](Transport& t) {
+        auto r = verify_layer(t, cfg, {ds, cs}, 42);
+        std::lock_guard<std::mutex> lock(m);
+        if (t.rank() == 0) v = r;
+      });
+      all_ok = all_ok && v.ok;
+      {
+#ifdef SQUEEZE_HAVE_MPI
+        int rank = 0;
+        if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank != 0) continue;
+#endif
+        std::printf("%-16s %-5s %s  forward err %.2e  backward err %.2e  (bound %.2e)  %s\n",
+                    dispatch_style_name(ds), combine_style_name(cs), cfg.describe().c_str(), v.out_err, v.dx_err,
+                    v.tol, v.ok ? "ok" : "FAIL");
+      }
+    }
+  SQZ_CHECK(all_ok, "moe test: a variant differs from the reference beyond its bound");
+  return 0;
+}
+
+int run_bench(int argc, char** argv) {
+  auto a = make_args("bench", "Times pull vs push-negotiated vs push-private dispatch and combine (and "
+                     "MPI_Alltoallv under MPI) for balanced and skewed routing.", "128", "7168", "2048", "64", "8");
+  a.option({"--iters"}, "N", "timed iterations", "10")
+      .option({"--routing"}, "LIST", "balanced, skewed or both", "balanced,skewed")
+      .option({"--skew"}, "S", "Zipf exponent of the skewed routing", "1.2");
+  if (!a.parse(argc, argv)) return 0;
+  const std::string tr = a.get("--transport");
+  const int R = world_size(tr, int(a.get_int("--ranks")));
+  int rank = 0;
+#ifdef SQUEEZE_HAVE_MPI
+  if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#endif
+  BenchOptions opt;
+  opt.shape = shape_from(a, R);
+  const MoeConfig cfg(opt.shape);
+  opt.iters = int(a.get_int("--iters"));
+  SQZ_CHECK(opt.iters >= 1 && opt.iters <= 10000, "moe bench: --iters must be in [1, 10000]");
+  if (rank == 0) {
+    std::printf("# %s, transport %s\n", cfg.describe().c_str(), tr.c_str());
+    std::printf("%-8s %-9s %-26s %9s %9s %11s %8s %11s %8s %10s %8s\n", "transport", "routing", "method",
+                "signal_us", "known_us", "dispatch_us", "GB/s", "combine_us", "GB/s", "payload_KB", "meta_KB");
+  }
+  const std::string list = a.get("--routing");
+  for (const std::string name : {"balanced", "skewed"}) {
+    if (list.find(name) == std::string::npos) continue;
+    opt.routing_name = name;
+    opt.skew = name == "skewed" ? a.get_double("--skew") : 0.0;
+    std::vector<BenchRow> rows;
+    std::mutex m;
+    on_ranks(tr, R, [&](Transport& t) {
+      auto r = bench_dispatch(t, opt);
+      std::lock_guard<std::mutex> lock(m);
+      if (t.rank() == 0) rows = r;
+    });
+#ifdef SQUEEZE_HAVE_MPI
+    if (tr != "inproc") rows.push_back(bench_alltoallv(opt));
+#endif
+    if (rank != 0) continue;
+    for (const auto& r : rows)
+      std::printf("%-8s %-9s %-26s %9.1f %9.1f %11.1f %8.2f %11.1f %8.2f %10.1f %8.1f\n", r.transport.c_str(),
+                  r.routing.c_str(), r.method.c_str(), r.signal_us, r.known_us, r.dispatch_us, r.dispatch_gbs,
+                  r.combine_us, r.combine_gbs, r.payload_kb, r.meta_kb);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+int run_moe(int argc, char** argv) {
+  if (argc >= 1 && std::string(argv[0]) == "test") return run_test(argc - 1, argv + 1);
+  if (argc >= 1 && std::string(argv[0]) == "bench") return run_bench(argc - 1, argv + 1);
+  if (argc >= 1 && (std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h")) {
+    std::printf("usage: squeeze moe test|bench [options]   (each has --help)\n");
+    return 0;
+  }
+  fail("moe: expected a subcommand: test or bench (see squeeze moe --help)");
+}
+}  // namespace
+
+SQZ_COMMAND("moe", "MoK expert-parallel MoE layer: test against the reference, bench pull vs push", run_moe);
