@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "args.h"
 #include "command.h"
@@ -58,11 +59,13 @@ int run_generate(int argc, char** argv) {
   if (static_cast<int64_t>(prompt.size()) >= session.n_ctx())
     squeeze::fail("the prompt has ", prompt.size(), " tokens, which does not fit the context of ", session.n_ctx());
 
+  // Dumps gather every chunk's rows so each file holds the whole prompt.
+  std::map<std::string, std::pair<std::vector<float>, int64_t>> dumps;
   if (args.has("--dump")) {
-    const std::string dir = args.get("--dump");
-    std::filesystem::create_directories(dir);
-    session.set_dump([dir](const std::string& name, const float* data, int64_t rows, int64_t cols) {
-      squeeze::cli::write_npy(dir + "/" + name + ".npy", data, rows, cols);
+    session.set_dump([&dumps](const std::string& name, const float* data, int64_t rows, int64_t cols) {
+      auto& [values, width] = dumps[name];
+      width = cols;
+      values.insert(values.end(), data, data + rows * cols);
     });
   }
 
@@ -82,15 +85,20 @@ int run_generate(int argc, char** argv) {
   std::fflush(stdout);
   for (int32_t t : prompt) sampler.accept(t);
 
-  if (args.has("--dump")) {
-    const std::vector<float> ids(prompt.begin(), prompt.end());  // exact: ids < 2^24
-    squeeze::cli::write_npy(args.get("--dump") + "/tokens.npy", ids.data(), 1, static_cast<int64_t>(ids.size()));
-  }
   const auto t0 = Clock::now();
   auto logits = session.forward(prompt, /*all_logits=*/args.has("--dump"));
   const double prompt_s = seconds_since(t0);
   session.set_dump(nullptr);
-  if (args.has("--dump")) logits = logits.subspan(logits.size() - static_cast<size_t>(model->config().n_vocab));
+  if (args.has("--dump")) {
+    const std::string dir = args.get("--dump");
+    std::filesystem::create_directories(dir);
+    for (const auto& [name, entry] : dumps)
+      squeeze::cli::write_npy(dir + "/" + name + ".npy", entry.first.data(),
+                              static_cast<int64_t>(entry.first.size()) / entry.second, entry.second);
+    const std::vector<float> ids(prompt.begin(), prompt.end());  // exact: ids < 2^24
+    squeeze::cli::write_npy(dir + "/tokens.npy", ids.data(), 1, static_cast<int64_t>(ids.size()));
+    logits = logits.subspan(logits.size() - static_cast<size_t>(model->config().n_vocab));
+  }
 
   int64_t generated = 0;
   const auto t1 = Clock::now();
