@@ -6,6 +6,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "model/config.h"
+#include "model/gguf_config.h"
 #include "model/memory_plan.h"
 
 namespace {
@@ -18,7 +19,7 @@ int run_plan(int argc, char** argv) {
   squeeze::cli::Args args("plan", "plan CONFIG [--ctx N] [--type Q4_K_M] [--kv bf16] [--device 24GB]",
                           "Print the memory a model needs: weights, KV cache (hybrid local/global, all-global and\n"
                           "MHA-style), activations, the total, and whether it fits a device.\n"
-                          "CONFIG is a built-in config (" + names + ").");
+                          "CONFIG is a built-in config (" + names + ") or a GGUF model file.");
   args.option({"-c", "--ctx"}, "N", "context length in tokens (default: the model's)")
       .option({"--type"}, "TYPE", "weight type: Q4_K_M, Q4_K_S, Q5_K_M, Q6_K, Q8_0, F16, any ggml type, or bits per weight",
               "Q4_K_M")
@@ -29,13 +30,18 @@ int run_plan(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
   const std::string& what = args.positional_at(0, "CONFIG");
   if (args.positional().size() > 1) squeeze::fail("plan: one CONFIG expected, got ", args.positional().size());
-  // A GGUF path will be accepted here once the reader lands: config from metadata and
-  // PlanParams::weight_bytes from the tensor sizes.
-  if (what.size() > 5 && what.substr(what.size() - 5) == ".gguf") {
-    squeeze::fail("plan: reading GGUF files is not wired yet; use a built-in config (", names, ")");
-  }
-  const ModelConfig config = builtin_config(what);
+  // A GGUF file: the config from its metadata and the exact bytes of its tensors.
   PlanParams p;
+  ModelConfig config;
+  if (what.size() > 5 && what.substr(what.size() - 5) == ".gguf") {
+    const squeeze::gguf::File file(what);
+    config = config_from_gguf(file);
+    int64_t bytes = 0;
+    for (const auto& t : file.tensors()) bytes += static_cast<int64_t>(t.n_bytes);
+    p.weight_bytes = bytes;
+  } else {
+    config = builtin_config(what);
+  }
   p.n_ctx = args.has("--ctx") ? args.get_int("--ctx") : 0;
   if (args.has("--ctx")) SQZ_CHECK(p.n_ctx > 0, "plan: --ctx must be positive (got ", p.n_ctx, ")");
   p.weight_type = args.get("--type");
