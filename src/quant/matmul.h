@@ -33,6 +33,10 @@ struct GemmParams {
   const QuantTraits* kernels = nullptr;  // null = active ISA
 };
 
+// From this batch size on, gemm() without explicit kernels dequantizes weight panels to
+// f32 and uses the BLAS (activations stay f32); below it, the quantized dot tile runs.
+inline constexpr int64_t kDequantizedGemmMinBatch = 16;
+
 // Y = X · Wᵀ. Each X row is quantized once; weight rows are split into tiles over the
 // pool, and each weight block is decoded once for up to kMaxDotRows tokens. F32 weights
 // without explicit kernels go to kernels::cpu::gemm_nt (OpenBLAS for large products).

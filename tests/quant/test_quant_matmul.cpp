@@ -115,6 +115,31 @@ TEST_P(Matmul, GemmMatchesDotAndFloat64) {
   }
 }
 
+TEST_P(Matmul, BatchedGemmOnDequantizedWeightsWithinSummationBound) {
+  // From kDequantizedGemmMinBatch tokens on, gemm() multiplies f32 activations by the
+  // dequantized weights with the BLAS: exact weights, f32 sums in any order, so Higham's
+  // gamma_K * sum |w||x| bounds the error against float64 on the same dequantized values.
+  const GgmlType type = GetParam();
+  const Problem p = make_problem(type, 70, 512);
+  for (const int64_t M : {kDequantizedGemmMinBatch, int64_t{37}}) {
+    const int64_t ldx = p.cols + 5, ldy = p.rows + 3;
+    const auto X = test::gaussian(M * ldx);
+    std::vector<float> Y(M * ldy, -7.0f);
+    gemm(default_thread_pool(), {type, p.w.data(), p.rows, p.cols}, {.X = X.data(), .M = M, .ldx = ldx, .Y = Y.data(), .ldy = ldy});
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t r = 0; r < p.rows; ++r) {
+        double s = 0, mag = 0;
+        for (int64_t c = 0; c < p.cols; ++c) {
+          s += static_cast<double>(p.wf[r * p.cols + c]) * X[m * ldx + c];
+          mag += std::fabs(static_cast<double>(p.wf[r * p.cols + c]) * X[m * ldx + c]);
+        }
+        ASSERT_NEAR(Y[m * ldy + r], s, 1.01 * (p.cols + 2) * 5.96e-8 * mag) << "M=" << M << " m=" << m << " r=" << r;
+      }
+      for (int64_t r = p.rows; r < ldy; ++r) ASSERT_EQ(Y[m * ldy + r], -7.0f);  // padding untouched
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, Matmul,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),

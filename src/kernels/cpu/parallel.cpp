@@ -27,14 +27,11 @@ void gemm_nt(ThreadPool& pool, const float* A, int64_t lda, const float* B, int6
   if (M <= 0 || N <= 0) return;
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   if (backend == GemmBackend::Blas || (backend == GemmBackend::Auto && flops >= kBlasMinFlops && M > 1)) {
-    static const bool configured = [&] {
-      openblas_set_num_threads(pool.size());
-      return true;
-    }();
-    (void)configured;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N),
-                static_cast<int>(K), 1.0f, A, static_cast<int>(lda), B, static_cast<int>(ldb), 0.0f, C,
-                static_cast<int>(ldc));
+    // Column panels of C (weight rows) over the pool, one single-threaded BLAS call each.
+    const int64_t panel = std::max<int64_t>(16, (N + 4 * pool.size() - 1) / (4 * pool.size()));
+    pool.parallel_for(0, N, [&](int64_t n0, int64_t n1) {
+      blas_sgemm_nt(A, lda, B + n0 * ldb, ldb, C + n0, ldc, M, n1 - n0, K);
+    }, {ThreadPool::Schedule::Dynamic, panel});
     return;
   }
   const auto kernel = ops().gemm_nt;
@@ -47,6 +44,17 @@ void gemm_nt(ThreadPool& pool, const float* A, int64_t lda, const float* B, int6
       kernel(A, lda, B + n0 * ldb, ldb, C + n0, ldc, M, n1 - n0, K);
     }, {ThreadPool::Schedule::Static, 4});
   }
+}
+
+void blas_sgemm_nt(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
+                   int64_t N, int64_t K) {
+  static const bool single_threaded = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)single_threaded;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
+              1.0f, A, static_cast<int>(lda), B, static_cast<int>(ldb), 0.0f, C, static_cast<int>(ldc));
 }
 
 const char* blas_name() { return openblas_get_config(); }

@@ -20,6 +20,12 @@ void gemm_nt(ThreadPool& pool, const float* A, int64_t lda, const float* B, int6
 
 inline constexpr double kBlasMinFlops = 2.0 * 64 * 64 * 64;
 
+// One single-threaded BLAS call: C[M, N] = A[M, K] · B[N, K]^T. squeeze threads BLAS work
+// through its own pool (OpenBLAS is kept at one thread, so two pools never fight over
+// the cores); call this from inside a pool job.
+void blas_sgemm_nt(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
+                   int64_t N, int64_t K);
+
 // Name of the BLAS library linked ("OpenBLAS 0.3.21 ..."), for reports.
 const char* blas_name();
 
