@@ -89,6 +89,49 @@ def main(paths):
             for r in pool:
                 out.append(f"| {r['name'].split('/')[0][3:]} | {r['real_time']:.2f} {r['time_unit']} |")
             out.append("")
+        quant_gemv = [r for n, r in rows.items() if n.startswith("Gemv/")]
+        if quant_gemv:
+            out.append("### Quantized GEMV, 2 threads, rotating over 256 MiB of matrices (bench_quant)\n")
+            out.append("GB/s counts the weight bytes read per call. The ceiling is bench_machine's 2-thread "
+                       "read bandwidth from the same invocation.\n")
+            out.append("| type | rows x cols | time | GB/s | % of read bandwidth |\n|---|---|---|---|---|")
+            for r in quant_gemv:
+                _, t, shape = r["name"].split("/")[:3]
+                out.append(f"| {t} | {shape} | {r['real_time']:.0f} {r['time_unit']} | {r['GB/s']:.1f} | "
+                           f"{100 * r['GB/s'] * 1e9 / ceil['read2']:.0f}% |")
+            out.append("")
+        quant_gemm = [r for n, r in rows.items() if n.startswith("Gemm/")]
+        if quant_gemm:
+            out.append("### Quantized GEMM Y[M,4096] = X[M,4096] W[4096,4096]^T, 2 threads (bench_quant)\n")
+            out.append("| type | M | GFLOP/s | % of 2-thread FMA peak |\n|---|---|---|---|")
+            for r in quant_gemm:
+                _, t, m = r["name"].split("/")[:3]
+                out.append(f"| {t} | {m[1:]} | {r['GFLOP/s']:.1f} | {100 * r['GFLOP/s'] * 1e9 / ceil['fma2']:.0f}% |")
+            out.append("")
+        dots = [r for n, r in rows.items() if n.startswith("Dot/")]
+        if dots:
+            out.append("### Quantized row dot, 4096 elements in L1, one thread (bench_quant)\n")
+            out.append("| type | scalar GB/s | AVX2 GB/s | AVX2 / scalar |\n|---|---|---|---|")
+            types = []
+            for r in dots:
+                t = r["name"].split("/")[1]
+                if t not in types:
+                    types.append(t)
+            for t in types:
+                sc = rows.get(f"Dot/{t}/scalar")
+                av = rows.get(f"Dot/{t}/avx2+fma")
+                if sc and av and "GB/s" in sc and "GB/s" in av:
+                    out.append(f"| {t} | {sc['GB/s']:.2f} | {av['GB/s']:.2f} | {av['GB/s'] / sc['GB/s']:.1f}x |")
+            out.append("")
+        attn = [r for n, r in rows.items() if n.startswith("BM_Attention")]
+        if attn:
+            out.append("### Attention, one layer, f16 KV (bench_attention)\n")
+            out.append("| case | time | KV read GB/s or GFLOP/s |\n|---|---|---|")
+            for r in attn:
+                rate = (f"{r['KV_bytes/s'] / 1e9:.1f} GB/s ({100 * r['KV_bytes/s'] / ceil['read2']:.0f}% of bandwidth)"
+                        if "KV_bytes/s" in r else f"{r.get('FLOP/s', 0) / 1e9:.1f} GFLOP/s")
+                out.append(f"| {r['name'].replace('/real_time', '')} | {r['real_time']:.2f} {r['time_unit']} | {rate} |")
+            out.append("")
     print("\n".join(out))
 
 

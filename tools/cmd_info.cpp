@@ -5,6 +5,7 @@
 #include "command.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/ops.h"
 
 namespace {
@@ -14,6 +15,7 @@ int run_info(int argc, char** argv) {
   std::printf("cpu: %s\n", squeeze::cpu_features().describe().c_str());
   std::printf("threads: %d\n", squeeze::default_thread_pool().size());
   std::printf("kernels: %s\n", squeeze::kernels::cpu::active_isa_name());
+  std::printf("blas: %s\n", squeeze::kernels::cpu::blas_name());
   return 0;
 }
 }  // namespace

@@ -1,7 +1,8 @@
 // mok/experts.cpp — SwiGLU expert forward/backward on the BLAS (per-expert GEMMs).
 #include "mok/experts.h"
 
-#include <cblas.h>
+#include "kernels/cpu/blas.h"
+
 
 #include <cmath>
 #include <cstring>
@@ -13,8 +14,8 @@ namespace {
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
           float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              1.0f, A, int(lda), B, int(ldb), beta, C, int(ldc));
+  kernels::cpu::blas_sgemm({.trans_a = ta, .trans_b = tb, .M = M, .N = N, .K = K, .A = A, .lda = lda, .B = B,
+                            .ldb = ldb, .beta = beta, .C = C, .ldc = ldc});
 }
 float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }
 

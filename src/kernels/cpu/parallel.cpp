@@ -1,17 +1,11 @@
 // kernels/cpu/parallel.cpp
 #include "kernels/cpu/parallel.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/ops.h"
 
-extern "C" {
-// OpenBLAS extensions (declared here: not every cblas.h has them).
-void openblas_set_num_threads(int num_threads);
-char* openblas_get_config(void);
-}
 
 namespace squeeze::kernels::cpu {
 
@@ -48,15 +42,7 @@ void gemm_nt(ThreadPool& pool, const float* A, int64_t lda, const float* B, int6
 
 void blas_sgemm_nt(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
                    int64_t N, int64_t K) {
-  static const bool single_threaded = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)single_threaded;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
-              1.0f, A, static_cast<int>(lda), B, static_cast<int>(ldb), 0.0f, C, static_cast<int>(ldc));
+  blas_sgemm({.trans_b = true, .M = M, .N = N, .K = K, .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc});
 }
-
-const char* blas_name() { return openblas_get_config(); }
 
 }  // namespace squeeze::kernels::cpu

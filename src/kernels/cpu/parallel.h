@@ -26,7 +26,5 @@ inline constexpr double kBlasMinFlops = 2.0 * 64 * 64 * 64;
 void blas_sgemm_nt(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
                    int64_t N, int64_t K);
 
-// Name of the BLAS library linked ("OpenBLAS 0.3.21 ..."), for reports.
-const char* blas_name();
 
 }  // namespace squeeze::kernels::cpu

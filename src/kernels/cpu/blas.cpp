@@ -1,0 +1,63 @@
+// kernels/cpu/blas.cpp — see blas.h.
+#include "kernels/cpu/blas.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+
+#ifndef SQUEEZE_OPENBLAS_PATH
+#define SQUEEZE_OPENBLAS_PATH "libopenblas.so.0"
+#endif
+
+namespace squeeze::kernels::cpu {
+namespace {
+
+// CBLAS enum values (cblas.h): row-major 101, no-transpose 111, transpose 112.
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+
+struct Blas {
+  SgemmFn sgemm = nullptr;
+  std::string name;
+};
+
+const Blas& blas() {
+  static const Blas loaded = [] {
+    const CpuFeatures& f = cpu_features();
+    if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+      if (f.has_avx512()) ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+      else if (f.has_avx2_fma()) ::setenv("OPENBLAS_CORETYPE", "Haswell", 0);
+    }
+    void* h = ::dlopen(SQUEEZE_OPENBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) h = ::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) fail("cannot load OpenBLAS (", SQUEEZE_OPENBLAS_PATH, "): ", ::dlerror());
+    Blas b;
+    b.sgemm = reinterpret_cast<SgemmFn>(::dlsym(h, "cblas_sgemm"));
+    auto set_threads = reinterpret_cast<void (*)(int)>(::dlsym(h, "openblas_set_num_threads"));
+    auto config = reinterpret_cast<char* (*)()>(::dlsym(h, "openblas_get_config"));
+    auto core = reinterpret_cast<char* (*)()>(::dlsym(h, "openblas_get_corename"));
+    if (b.sgemm == nullptr) fail("OpenBLAS at ", SQUEEZE_OPENBLAS_PATH, " has no cblas_sgemm");
+    if (set_threads) set_threads(1);
+    b.name = std::string(config ? config() : "OpenBLAS") + (core ? std::string(" (core ") + core() + ")" : "");
+    return b;
+  }();
+  return loaded;
+}
+
+}  // namespace
+
+void blas_sgemm(const SgemmArgs& a) {
+  if (a.M <= 0 || a.N <= 0) return;
+  blas().sgemm(kRowMajor, a.trans_a ? kTrans : kNoTrans, a.trans_b ? kTrans : kNoTrans, static_cast<int>(a.M),
+               static_cast<int>(a.N), static_cast<int>(a.K), a.alpha, a.A, static_cast<int>(a.lda), a.B,
+               static_cast<int>(a.ldb), a.beta, a.C, static_cast<int>(a.ldc));
+}
+
+const char* blas_name() { return blas().name.c_str(); }
+
+}  // namespace squeeze::kernels::cpu
