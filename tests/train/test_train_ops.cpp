@@ -173,9 +173,10 @@ TEST(TrainOps, Rope) {
 }
 
 TEST(TrainOps, AttentionGqaCausalAndWindowed) {
-  for (int64_t window : {0, 3}) {
-    for (auto [H, Hk] : {std::pair{4, 2}, std::pair{2, 2}, std::pair{3, 1}}) {
-      const int64_t D = 3, S = 7, B = 2;
+  struct Case { int64_t window, H, Hk; };
+  for (const Case& c : {Case{0, 4, 2}, Case{3, 4, 2}, Case{3, 3, 1}, Case{0, 2, 2}}) {
+    {
+      const int64_t D = 3, S = 7, B = 2, window = c.window, H = c.H, Hk = c.Hk;
       auto b = [=](auto& t, const std::vector<Var>& v) {
         return attention(t, v[0], v[1], v[2],
                          {.n_heads = H, .n_kv_heads = Hk, .head_dim = D, .seq_len = S, .window = window});
