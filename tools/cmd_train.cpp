@@ -1,6 +1,7 @@
-// tools/cmd_train.cpp — `squeeze train`: train a model of a built-in config from scratch
-// on a text file (next-token cross-entropy), with checkpoints and exact resume; the
-// result is a GGUF that `squeeze generate` loads.
+// tools/cmd_train.cpp — `squeeze train` (a built-in config from scratch on a text file,
+// next-token cross-entropy) and `squeeze distill` (logit distillation from a teacher
+// GGUF): one loop, checkpoints and exact resume; the result is a GGUF that
+// `squeeze generate` loads.
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -12,21 +13,38 @@
 #include "model/gguf_config.h"
 #include "model/model.h"
 #include "train/corpus.h"
+#include "train/distill.h"
 #include "train/trainer.h"
 
 namespace {
 
 using namespace squeeze;
 
-int run_train(int argc, char** argv) {
-  cli::Args args("train", "train --config NAME --data FILE.txt --steps N --out MODEL.gguf [options]",
-                 "Train a model from scratch on a text file. The tokenizer is learned from the data\n"
-                 "(byte-level BPE, the config's vocabulary size) unless --tokenizer gives a GGUF to take\n"
-                 "it from. The last --val-fraction of the tokens is the validation stream.\n"
-                 "--resume continues a run from a checkpoint written by --checkpoint (same data and\n"
-                 "options): the result is bit-identical to an uninterrupted run.");
-  args.option({"--config"}, "NAME", "built-in model config", "glimmer-tiny")
-      .option({"--data"}, "FILE", "training text (UTF-8)")
+// `train` and `distill` share everything but the objective and where the tokenizer and
+// the student's shape come from.
+int run(int argc, char** argv, bool distill) {
+  cli::Args args(distill ? "distill" : "train",
+                 distill ? "distill --teacher T.gguf --student-config NAME --data FILE.txt --steps N --out S.gguf [options]"
+                         : "train --config NAME --data FILE.txt --steps N --out MODEL.gguf [options]",
+                 distill ? "Logit distillation: train a student of a built-in config (with the teacher's\n"
+                           "tokenizer) to match the frozen teacher's next-token distributions on a text file:\n"
+                           "KL at a temperature (loss scaled by T^2), over the full vocabulary or the\n"
+                           "teacher's top-k (the rest as one tail event). Checkpoints and --resume as in train."
+                         : "Train a model from scratch on a text file. The tokenizer is learned from the data\n"
+                           "(byte-level BPE, the config's vocabulary size) unless --tokenizer gives a GGUF to take\n"
+                           "it from. The last --val-fraction of the tokens is the validation stream.\n"
+                           "--resume continues a run from a checkpoint written by --checkpoint (same data and\n"
+                           "options): the result is bit-identical to an uninterrupted run.");
+  if (distill) {
+    args.option({"--teacher"}, "FILE", "teacher GGUF (frozen; its tokenizer is used)")
+        .option({"--student-config"}, "NAME", "built-in config of the student", "glimmer-tiny")
+        .option({"--loss"}, "KIND", "kl (forward KL(teacher||student)) or reverse-kl", "kl")
+        .option({"--temperature"}, "T", "distillation temperature", "2")
+        .option({"--topk"}, "K", "use only the teacher's top-k log-probs (0: full vocabulary)", "0");
+  } else {
+    args.option({"--config"}, "NAME", "built-in model config", "glimmer-tiny");
+  }
+  args.option({"--data"}, "FILE", "training text (UTF-8)")
       .option({"--steps"}, "N", "optimiser steps", "100")
       .option({"-o", "--out"}, "FILE", "output GGUF (F32 weights)")
       .option({"--resume"}, "CKPT", "resume from this checkpoint")
@@ -73,7 +91,16 @@ int run_train(int argc, char** argv) {
   const int64_t stop_after = args.get_int("--stop-after");
   SQZ_CHECK(stop_after >= 0, "--stop-after must not be negative");
   const std::string text = train::read_text_file(args.get("--data"));
-  model::ModelConfig config = model::builtin_config(args.get("--config"));
+  model::ModelConfig config = model::builtin_config(args.get(distill ? "--student-config" : "--config"));
+  std::optional<train::GlimmerModel> teacher;
+  if (distill) {
+    SQZ_CHECK(!args.get("--teacher").empty(), "missing --teacher T.gguf");
+    SQZ_CHECK(!args.has("--tokenizer"), "distill takes the tokenizer from the teacher (no --tokenizer)");
+    const std::string kind = args.get("--loss");
+    SQZ_CHECK(kind == "kl" || kind == "reverse-kl", "--loss must be kl or reverse-kl");
+    teacher.emplace(train::GlimmerModel::load(args.get("--teacher")));
+    config.n_vocab = teacher->config().n_vocab;
+  }
   // The model: from the checkpoint when resuming (its weights are replaced by
   // load_checkpoint below anyway, but config and tokenizer must be the checkpoint's).
   std::optional<train::GlimmerModel> model;
@@ -81,7 +108,9 @@ int run_train(int argc, char** argv) {
     model.emplace(train::GlimmerModel::load(args.get("--resume")));
   } else {
     text::TokenizerData tok;
-    if (args.has("--tokenizer")) {
+    if (distill) {
+      tok = teacher->tokenizer();
+    } else if (args.has("--tokenizer")) {
       const gguf::File f(args.get("--tokenizer"));
       tok = model::tokenizer_data_from_gguf(f.metadata());
       config.n_vocab = static_cast<int64_t>(tok.tokens.size());
@@ -100,7 +129,13 @@ int run_train(int argc, char** argv) {
   std::fprintf(stderr, "train: %s, %.2fM parameters, %zu training / %zu validation tokens, %d threads\n",
                model->config().name.c_str(), params.total / 1e6, train_tokens.size(), val_tokens.size(),
                default_thread_pool().size());
-  train::Trainer trainer(*model, train_tokens, val_tokens, opt);
+  train::LossFn loss = train::cross_entropy_loss();
+  if (distill) {
+    const train::KlParams kl{.direction = args.get("--loss") == "kl" ? train::KlDirection::forward : train::KlDirection::reverse,
+                             .temperature = static_cast<float>(args.get_double("--temperature")), .scale = 0.0f};
+    loss = train::distillation_loss(*teacher, {.kl = kl, .topk = args.get_int("--topk")});
+  }
+  train::Trainer trainer(*model, train_tokens, val_tokens, opt, std::move(loss));
   if (args.has("--resume")) trainer.load_checkpoint(args.get("--resume"));
   if (stop_after > 0 && stop_after < opt.steps) {
     trainer.run(stop_after);
@@ -126,6 +161,10 @@ int run_train(int argc, char** argv) {
   return 0;
 }
 
+int run_train(int argc, char** argv) { return run(argc, argv, false); }
+int run_distill(int argc, char** argv) { return run(argc, argv, true); }
+
 }  // namespace
 
 SQZ_COMMAND("train", "train a model from scratch on a text file (CPU, f32)", run_train);
+SQZ_COMMAND("distill", "logit distillation of a student from a teacher GGUF (KL, temperature, top-k)", run_distill);

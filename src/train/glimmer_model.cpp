@@ -73,14 +73,14 @@ void GlimmerModel::zero_grad() {
   for (Parameter& p : params_) std::fill(p.grad.begin(), p.grad.end(), 0.0f);
 }
 
-Var GlimmerModel::forward(Tape<float>& t, std::span<const int32_t> tokens, int64_t S) {
+Var GlimmerModel::forward(Tape<float>& t, std::span<const int32_t> tokens, int64_t S, bool with_grad) {
   const model::ModelConfig& c = config_;
   const int64_t n = static_cast<int64_t>(tokens.size());
   SQZ_CHECK(S > 0 && n > 0 && n % S == 0, "forward: ", n, " tokens are not whole sequences of ", S);
   SQZ_CHECK(S <= c.n_ctx, "forward: sequences of ", S, " tokens exceed the context length ", c.n_ctx);
   auto leaf = [&](std::string_view name) {
     Parameter& p = param(name);
-    return t.leaf(p.value, p.grad, p.rows, p.cols);
+    return t.leaf(p.value, with_grad ? std::span<float>(p.grad) : std::span<float>(), p.rows, p.cols);
   };
   const Var embd = leaf("token_embd.weight");
   Var x = embedding(t, embd, tokens);  // x[n, E]

@@ -51,8 +51,9 @@ class GlimmerModel {
   // Records the forward pass of B = tokens.size() / seq_len sequences (row b·seq_len + s
   // is token s of sequence b, at position s) and returns the logits [B·seq_len, n_vocab].
   // Parameters enter the tape as leaves over this model's value/grad buffers, so
-  // t.backward() adds into param().grad.
-  Var forward(Tape<float>& t, std::span<const int32_t> tokens, int64_t seq_len);
+  // t.backward() adds into param().grad. With with_grad = false the parameters are
+  // constants (a frozen teacher): nothing is recorded for backward.
+  Var forward(Tape<float>& t, std::span<const int32_t> tokens, int64_t seq_len, bool with_grad = true);
 
   // Writes config, tokenizer and every weight as F32 (GGUF, atomically).
   void export_gguf(const std::string& path, const std::string& name) const;

@@ -61,3 +61,16 @@ def test_bad_input_is_one_line_error(tmp_path):
         r = squeeze("train", *args)
         assert r.returncode == 1
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_distill_from_a_trained_teacher(tmp_path):
+    teacher, student = tmp_path / "t.gguf", tmp_path / "s.gguf"
+    assert train(tmp_path, teacher).returncode == 0
+    for extra in ([], ["--topk", 8, "--loss", "reverse-kl"]):
+        r = squeeze("distill", "--teacher", teacher, "--student-config", "glimmer-tiny", "--data", tmp_path / "data.txt",
+                    "--steps", 3, "--out", student, "--batch", 2, "--seq-len", 16, "--no-progress", "-t", 1, *extra)
+        assert r.returncode == 0, r.stderr
+        g = squeeze("generate", "-m", student, "-p", "The lamp", "-n", 3, "--temp", 0)
+        assert g.returncode == 0, g.stderr
+    r = squeeze("distill", "--teacher", teacher, "--data", tmp_path / "data.txt", "--out", student, "--loss", "jsd")
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
