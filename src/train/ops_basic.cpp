@@ -1,0 +1,221 @@
+// train/ops_basic.cpp — embedding, matmul, add, RMSNorm, SwiGLU and RoPE with their
+// backward steps. Row-parallel work goes to the tape's pool; GEMMs to the BLAS.
+#include <cmath>
+
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/rope_tables.h"
+#include "train/blas.h"
+#include "train/ops.h"
+
+namespace squeeze::train {
+
+namespace {
+
+template <typename T>
+void check_same(const Tape<T>& t, Var a, Var b, const char* op) {
+  SQZ_CHECK(t.rows(a) == t.rows(b) && t.cols(a) == t.cols(b), op, ": shapes [", t.rows(a), ", ", t.cols(a), "] and [",
+            t.rows(b), ", ", t.cols(b), "] differ");
+}
+
+// Rows in parallel, in chunks big enough to be worth a wake-up.
+template <typename F>
+void for_rows(ThreadPool& pool, int64_t n, int64_t width, F&& fn) {
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, width));
+  pool.parallel_for(0, n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) fn(r);
+  }, {ThreadPool::Schedule::Static, grain});
+}
+
+}  // namespace
+
+template <typename T>
+Var embedding(Tape<T>& t, Var table, std::span<const int32_t> ids) {
+  const int64_t n = static_cast<int64_t>(ids.size()), E = t.cols(table), V = t.rows(table);
+  for (int32_t id : ids) SQZ_CHECK(id >= 0 && id < V, "embedding: token id ", id, " outside [0, ", V, ")");
+  Var y = t.output(n, E, t.needs_grad(table));
+  const T* w = t.value(table);
+  T* out = t.value(y);
+  for (int64_t i = 0; i < n; ++i) std::copy_n(w + ids[static_cast<size_t>(i)] * E, E, out + i * E);
+  if (t.needs_grad(table)) {
+    std::vector<int32_t> idv(ids.begin(), ids.end());
+    t.on_backward([&t, table, y, idv = std::move(idv), E] {
+      T* gw = t.grad(table);
+      const T* gy = t.grad(y);
+      for (size_t i = 0; i < idv.size(); ++i) {
+        T* row = gw + idv[i] * E;
+        for (int64_t j = 0; j < E; ++j) row[j] += gy[static_cast<int64_t>(i) * E + j];
+      }
+    });
+  }
+  return y;
+}
+
+template <typename T>
+Var matmul_nt(Tape<T>& t, Var x, Var w) {
+  const int64_t n = t.rows(x), K = t.cols(x), N = t.rows(w);
+  SQZ_CHECK(t.cols(w) == K, "matmul: x has ", K, " columns, w rows have ", t.cols(w));
+  Var y = t.output(n, N, t.needs_grad(x) || t.needs_grad(w));
+  if constexpr (std::is_same_v<T, float>) {
+    kernels::cpu::gemm_nt(t.pool(), t.value(x), K, t.value(w), K, t.value(y), N, n, N, K);
+  } else {
+    gemm({.trans_b = true, .M = n, .N = N, .K = K, .lda = K, .ldb = K, .ldc = N}, t.value(x), t.value(w), t.value(y));
+  }
+  if (t.needs_grad(y)) {
+    t.on_backward([&t, x, w, y, n, N, K] {
+      if (T* gx = t.grad(x))  // dX[n, K] += dY[n, N] · W[N, K]
+        gemm({.M = n, .N = K, .K = N, .beta = 1.0, .lda = N, .ldb = K, .ldc = K}, t.grad(y), t.value(w), gx);
+      if (T* gw = t.grad(w))  // dW[N, K] += dY[n, N]ᵀ · X[n, K]
+        gemm({.trans_a = true, .M = N, .N = K, .K = n, .beta = 1.0, .lda = N, .ldb = K, .ldc = K}, t.grad(y),
+             t.value(x), gw);
+    });
+  }
+  return y;
+}
+
+template <typename T>
+Var add(Tape<T>& t, Var a, Var b) {
+  check_same(t, a, b, "add");
+  const int64_t m = t.size(a);
+  Var y = t.output(t.rows(a), t.cols(a), t.needs_grad(a) || t.needs_grad(b));
+  const T *pa = t.value(a), *pb = t.value(b);
+  T* py = t.value(y);
+  for (int64_t i = 0; i < m; ++i) py[i] = pa[i] + pb[i];
+  if (t.needs_grad(y)) {
+    t.on_backward([&t, a, b, y, m] {
+      const T* gy = t.grad(y);
+      for (Var in : {a, b})
+        if (T* g = t.grad(in))
+          for (int64_t i = 0; i < m; ++i) g[i] += gy[i];
+    });
+  }
+  return y;
+}
+
+template <typename T>
+Var rmsnorm(Tape<T>& t, Var x, Var w, float eps) {
+  const int64_t n = t.rows(x), E = t.cols(x);
+  SQZ_CHECK(t.size(w) == E, "rmsnorm: weight has ", t.size(w), " values for rows of ", E);
+  Var y = t.output(n, E, t.needs_grad(x) || t.needs_grad(w));
+  // r[i] = 1 / sqrt(mean(x_i²) + eps), kept for backward.
+  auto r = std::make_shared<std::vector<T>>(static_cast<size_t>(n));
+  const T *px = t.value(x), *pw = t.value(w);
+  T* py = t.value(y);
+  for_rows(t.pool(), n, E, [&](int64_t i) {
+    const T* xi = px + i * E;
+    T ss = 0;
+    for (int64_t j = 0; j < E; ++j) ss += xi[j] * xi[j];
+    const T ri = T(1) / std::sqrt(ss / static_cast<T>(E) + static_cast<T>(eps));
+    (*r)[static_cast<size_t>(i)] = ri;
+    for (int64_t j = 0; j < E; ++j) py[i * E + j] = xi[j] * ri * pw[j];
+  });
+  if (t.needs_grad(y)) {
+    t.on_backward([&t, x, w, y, r, n, E] {
+      const T *px = t.value(x), *pw = t.value(w), *gy = t.grad(y);
+      if (T* gx = t.grad(x)) {
+        // dx_j = r·w_j·dy_j − x_j · r³/E · Σ_k dy_k w_k x_k
+        for_rows(t.pool(), n, E, [&](int64_t i) {
+          const T *xi = px + i * E, *gi = gy + i * E;
+          const T ri = (*r)[static_cast<size_t>(i)];
+          T dot = 0;
+          for (int64_t j = 0; j < E; ++j) dot += gi[j] * pw[j] * xi[j];
+          const T c = dot * ri * ri * ri / static_cast<T>(E);
+          for (int64_t j = 0; j < E; ++j) gx[i * E + j] += ri * pw[j] * gi[j] - xi[j] * c;
+        });
+      }
+      if (T* gw = t.grad(w)) {
+        for (int64_t i = 0; i < n; ++i) {
+          const T ri = (*r)[static_cast<size_t>(i)];
+          for (int64_t j = 0; j < E; ++j) gw[j] += gy[i * E + j] * px[i * E + j] * ri;
+        }
+      }
+    });
+  }
+  return y;
+}
+
+template <typename T>
+Var swiglu(Tape<T>& t, Var gate, Var up) {
+  check_same(t, gate, up, "swiglu");
+  const int64_t m = t.size(gate);
+  Var y = t.output(t.rows(gate), t.cols(gate), t.needs_grad(gate) || t.needs_grad(up));
+  const T *g = t.value(gate), *u = t.value(up);
+  T* py = t.value(y);
+  for (int64_t i = 0; i < m; ++i) py[i] = g[i] / (T(1) + std::exp(-g[i])) * u[i];
+  if (t.needs_grad(y)) {
+    t.on_backward([&t, gate, up, y, m] {
+      const T *g = t.value(gate), *u = t.value(up), *gy = t.grad(y);
+      T *gg = t.grad(gate), *gu = t.grad(up);
+      for (int64_t i = 0; i < m; ++i) {
+        const T s = T(1) / (T(1) + std::exp(-g[i]));
+        if (gu) gu[i] += gy[i] * g[i] * s;
+        if (gg) gg[i] += gy[i] * u[i] * s * (T(1) + g[i] * (T(1) - s));  // silu'(g) = s(1 + g(1 − s))
+      }
+    });
+  }
+  return y;
+}
+
+template <typename T>
+Var rope(Tape<T>& t, Var x, const RopeSpec& s) {
+  const int64_t n = t.rows(x), D = s.head_dim, P = D / 2;
+  SQZ_CHECK(D > 0 && D % 2 == 0 && s.n_heads > 0 && t.cols(x) == s.n_heads * D, "rope: rows of ", t.cols(x),
+            " values are not ", s.n_heads, " heads of an even head_dim ", D);
+  SQZ_CHECK(s.seq_len > 0 && n % s.seq_len == 0, "rope: ", n, " rows are not whole sequences of ", s.seq_len);
+  // cos/sin per (position, pair), as the inference kernel computes them.
+  auto cs = std::make_shared<std::vector<T>>(static_cast<size_t>(s.seq_len * P * 2));
+  for (int64_t pos = 0; pos < s.seq_len; ++pos)
+    for (int64_t i = 0; i < P; ++i) {
+      T c, sn;
+      if constexpr (std::is_same_v<T, float>) {
+        kernels::cpu::rope_angle({.position = pos, .freq_base = s.freq_base}, i, D, &c, &sn);
+      } else {
+        const double theta = static_cast<double>(pos) * std::pow(static_cast<double>(s.freq_base), -2.0 * i / D);
+        c = std::cos(theta), sn = std::sin(theta);
+      }
+      (*cs)[static_cast<size_t>((pos * P + i) * 2)] = c;
+      (*cs)[static_cast<size_t>((pos * P + i) * 2 + 1)] = sn;
+    }
+  // Rotates rows by +θ (forward) or −θ (backward: the transpose of a rotation).
+  auto rotate = [H = s.n_heads, D, P, L = s.seq_len, cs](const T* in, T* out, int64_t row, T sign, bool accumulate) {
+    const T* tab = cs->data() + (row % L) * P * 2;
+    for (int64_t h = 0; h < H; ++h) {
+      const T* a = in + row * H * D + h * D;
+      T* b = out + row * H * D + h * D;
+      for (int64_t i = 0; i < P; ++i) {
+        const T c = tab[2 * i], sn = sign * tab[2 * i + 1];
+        const T x0 = a[2 * i], x1 = a[2 * i + 1];
+        const T y0 = x0 * c - x1 * sn, y1 = x0 * sn + x1 * c;
+        if (accumulate) {
+          b[2 * i] += y0, b[2 * i + 1] += y1;
+        } else {
+          b[2 * i] = y0, b[2 * i + 1] = y1;
+        }
+      }
+    }
+  };
+  Var y = t.output(n, t.cols(x), t.needs_grad(x));
+  const T* px = t.value(x);
+  T* py = t.value(y);
+  for_rows(t.pool(), n, t.cols(x), [&](int64_t r) { rotate(px, py, r, T(1), false); });
+  if (t.needs_grad(y)) {
+    t.on_backward([&t, x, y, n, rotate] {
+      const T* gy = t.grad(y);
+      T* gx = t.grad(x);
+      for_rows(t.pool(), n, t.cols(x), [&](int64_t r) { rotate(gy, gx, r, T(-1), true); });
+    });
+  }
+  return y;
+}
+
+#define SQZ_TRAIN_INSTANTIATE(T)                                                 \
+  template Var embedding<T>(Tape<T>&, Var, std::span<const int32_t>);            \
+  template Var matmul_nt<T>(Tape<T>&, Var, Var);                                 \
+  template Var add<T>(Tape<T>&, Var, Var);                                       \
+  template Var rmsnorm<T>(Tape<T>&, Var, Var, float);                            \
+  template Var swiglu<T>(Tape<T>&, Var, Var);                                    \
+  template Var rope<T>(Tape<T>&, Var, const RopeSpec&);
+SQZ_TRAIN_INSTANTIATE(float)
+SQZ_TRAIN_INSTANTIATE(double)
+#undef SQZ_TRAIN_INSTANTIATE
+
+}  // namespace squeeze::train

@@ -1,0 +1,170 @@
+// tools/cmd_train.cpp — `squeeze train` (a built-in config from scratch on a text file,
+// next-token cross-entropy) and `squeeze distill` (logit distillation from a teacher
+// GGUF): one loop, checkpoints and exact resume; the result is a GGUF that
+// `squeeze generate` loads.
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#include "args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "model/gguf_config.h"
+#include "model/model.h"
+#include "train/corpus.h"
+#include "train/distill.h"
+#include "train/trainer.h"
+
+namespace {
+
+using namespace squeeze;
+
+// `train` and `distill` share everything but the objective and where the tokenizer and
+// the student's shape come from.
+int run(int argc, char** argv, bool distill) {
+  cli::Args args(distill ? "distill" : "train",
+                 distill ? "distill --teacher T.gguf --student-config NAME --data FILE.txt --steps N --out S.gguf [options]"
+                         : "train --config NAME --data FILE.txt --steps N --out MODEL.gguf [options]",
+                 distill ? "Logit distillation: train a student of a built-in config (with the teacher's\n"
+                           "tokenizer) to match the frozen teacher's next-token distributions on a text file:\n"
+                           "KL at a temperature (loss scaled by T^2), over the full vocabulary or the\n"
+                           "teacher's top-k (the rest as one tail event). Checkpoints and --resume as in train."
+                         : "Train a model from scratch on a text file. The tokenizer is learned from the data\n"
+                           "(byte-level BPE, the config's vocabulary size) unless --tokenizer gives a GGUF to take\n"
+                           "it from. The last --val-fraction of the tokens is the validation stream.\n"
+                           "--resume continues a run from a checkpoint written by --checkpoint (same data and\n"
+                           "options): the result is bit-identical to an uninterrupted run.");
+  if (distill) {
+    args.option({"--teacher"}, "FILE", "teacher GGUF (frozen; its tokenizer is used)")
+        .option({"--student-config"}, "NAME", "built-in config of the student", "glimmer-tiny")
+        .option({"--loss"}, "KIND", "kl (forward KL(teacher||student)) or reverse-kl", "kl")
+        .option({"--temperature"}, "T", "distillation temperature", "2")
+        .option({"--topk"}, "K", "use only the teacher's top-k log-probs (0: full vocabulary)", "0");
+  } else {
+    args.option({"--config"}, "NAME", "built-in model config", "glimmer-tiny");
+  }
+  args.option({"--data"}, "FILE", "training text (UTF-8)")
+      .option({"--steps"}, "N", "optimiser steps", "100")
+      .option({"-o", "--out"}, "FILE", "output GGUF (F32 weights)")
+      .option({"--resume"}, "CKPT", "resume from this checkpoint")
+      .option({"--checkpoint"}, "FILE", "checkpoint path (written every --checkpoint-every steps and at the end)")
+      .option({"--checkpoint-every"}, "N", "steps between checkpoints", "0")
+      .option({"--tokenizer"}, "GGUF", "take the tokenizer from this model instead of learning one")
+      .option({"--tokenizer-sample"}, "BYTES", "learn the tokenizer from the first BYTES of the data", "1000000")
+      .option({"--batch"}, "N", "sequences per micro-batch", "8")
+      .option({"--seq-len"}, "N", "tokens per sequence", "64")
+      .option({"--accum"}, "N", "micro-batches per step (gradient accumulation)", "1")
+      .option({"--lr"}, "X", "peak learning rate", "1e-3")
+      .option({"--min-lr"}, "X", "final learning rate of the cosine", "1e-4")
+      .option({"--warmup"}, "N", "linear warm-up steps", "10")
+      .option({"--wd"}, "X", "AdamW decoupled weight decay", "0.1")
+      .option({"--clip"}, "X", "gradient-norm clip (0: off)", "1.0")
+      .option({"--eval-every"}, "N", "steps between validation losses (0: at the end)", "0")
+      .option({"--eval-sequences"}, "N", "validation sequences per evaluation", "16")
+      .option({"--val-fraction"}, "X", "share of the tokens held out for validation", "0.05")
+      .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
+      .option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)", "0")
+      .option({"--seed"}, "N", "seed for the initial weights and the data order", "1")
+      .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0")
+      .flag({"--no-progress"}, "no progress bar");
+  if (!args.parse(argc, argv)) return 0;
+  SQZ_CHECK(!args.get("--data").empty(), "missing --data FILE.txt");
+  SQZ_CHECK(!args.get("--out").empty(), "missing --out MODEL.gguf");
+  set_default_thread_count(static_cast<int>(args.get_int("--threads")));
+  const auto seed = static_cast<uint64_t>(args.get_int("--seed"));
+  const double val_fraction = args.get_double("--val-fraction");
+  SQZ_CHECK(val_fraction >= 0 && val_fraction < 1, "--val-fraction must be in [0, 1)");
+  const int64_t sample = args.get_int("--tokenizer-sample");
+  SQZ_CHECK(sample > 0, "--tokenizer-sample must be positive");
+
+  train::TrainOptions opt{
+      .steps = args.get_int("--steps"), .batch = args.get_int("--batch"), .seq_len = args.get_int("--seq-len"),
+      .accum = args.get_int("--accum"), .lr = static_cast<float>(args.get_double("--lr")),
+      .min_lr = static_cast<float>(args.get_double("--min-lr")), .warmup = args.get_int("--warmup"),
+      .adamw = {.weight_decay = static_cast<float>(args.get_double("--wd"))}, .clip = args.get_double("--clip"),
+      .eval_every = args.get_int("--eval-every"), .eval_sequences = args.get_int("--eval-sequences"),
+      .checkpoint_every = args.get_int("--checkpoint-every"), .checkpoint_path = args.get("--checkpoint"),
+      .seed = seed, .progress = !args.has("--no-progress")};
+  if (opt.checkpoint_every == 0 && !opt.checkpoint_path.empty()) opt.checkpoint_every = opt.steps;
+  opt.validate();  // before the (slow) tokenizer training
+  const int64_t stop_after = args.get_int("--stop-after");
+  SQZ_CHECK(stop_after >= 0, "--stop-after must not be negative");
+  const std::string text = train::read_text_file(args.get("--data"));
+  model::ModelConfig config = model::builtin_config(args.get(distill ? "--student-config" : "--config"));
+  std::optional<train::GlimmerModel> teacher;
+  if (distill) {
+    SQZ_CHECK(!args.get("--teacher").empty(), "missing --teacher T.gguf");
+    SQZ_CHECK(!args.has("--tokenizer"), "distill takes the tokenizer from the teacher (no --tokenizer)");
+    const std::string kind = args.get("--loss");
+    SQZ_CHECK(kind == "kl" || kind == "reverse-kl", "--loss must be kl or reverse-kl");
+    teacher.emplace(train::GlimmerModel::load(args.get("--teacher")));
+    config.n_vocab = teacher->config().n_vocab;
+  }
+  // The model: from the checkpoint when resuming (its weights are replaced by
+  // load_checkpoint below anyway, but config and tokenizer must be the checkpoint's).
+  std::optional<train::GlimmerModel> model;
+  if (args.has("--resume")) {
+    model.emplace(train::GlimmerModel::load(args.get("--resume")));
+  } else {
+    text::TokenizerData tok;
+    if (distill) {
+      tok = teacher->tokenizer();
+    } else if (args.has("--tokenizer")) {
+      const gguf::File f(args.get("--tokenizer"));
+      tok = model::tokenizer_data_from_gguf(f.metadata());
+      config.n_vocab = static_cast<int64_t>(tok.tokens.size());
+    } else {
+      tok = train::train_tokenizer(std::string_view(text).substr(0, static_cast<size_t>(sample)), config.n_vocab);
+    }
+    model.emplace(train::GlimmerModel::init(config, std::move(tok), {.seed = seed}));
+  }
+  const std::vector<int32_t> tokens = text::Tokenizer(model->tokenizer()).encode(text, {.add_special = false, .parse_special = false});
+  const size_t n_val = static_cast<size_t>(static_cast<double>(tokens.size()) * val_fraction);
+  const std::span<const int32_t> all(tokens);
+  const auto train_tokens = all.first(tokens.size() - n_val);
+  const auto val_tokens = all.last(n_val);
+
+  const auto params = model::count_params(model->config());
+  std::fprintf(stderr, "train: %s, %.2fM parameters, %zu training / %zu validation tokens, %d threads\n",
+               model->config().name.c_str(), params.total / 1e6, train_tokens.size(), val_tokens.size(),
+               default_thread_pool().size());
+  train::LossFn loss = train::cross_entropy_loss();
+  if (distill) {
+    const train::KlParams kl{.direction = args.get("--loss") == "kl" ? train::KlDirection::forward : train::KlDirection::reverse,
+                             .temperature = static_cast<float>(args.get_double("--temperature")), .scale = 0.0f};
+    loss = train::distillation_loss(*teacher, {.kl = kl, .topk = args.get_int("--topk")});
+  }
+  train::Trainer trainer(*model, train_tokens, val_tokens, opt, std::move(loss));
+  if (args.has("--resume")) trainer.load_checkpoint(args.get("--resume"));
+  if (stop_after > 0 && stop_after < opt.steps) {
+    trainer.run(stop_after);
+    if (!opt.checkpoint_path.empty()) trainer.save_checkpoint(opt.checkpoint_path);
+    std::printf("stopped after step %lld%s\n", static_cast<long long>(stop_after),
+                opt.checkpoint_path.empty() ? "" : (", checkpoint " + opt.checkpoint_path).c_str());
+    return 0;
+  }
+  trainer.run();
+  model->export_gguf(args.get("--out"), model->config().name + " (squeeze train, seed " + std::to_string(seed) + ")");
+
+  if (args.has("--loss-csv")) {
+    std::ofstream csv(args.get("--loss-csv"));
+    csv << "step,loss,lr,grad_norm,val_loss\n";
+    for (const auto& r : trainer.history())
+      csv << r.step << ',' << r.loss << ',' << r.lr << ',' << r.grad_norm << ',' << (r.val_loss >= 0 ? std::to_string(r.val_loss) : "") << '\n';
+    SQZ_CHECK(csv.good(), args.get("--loss-csv"), ": write failed");
+  }
+  const auto& h = trainer.history();
+  if (!h.empty())
+    std::printf("wrote %s: step %lld, train loss %.4f, validation loss %.4f\n", args.get("--out").c_str(),
+                static_cast<long long>(h.back().step), h.back().loss, h.back().val_loss);
+  return 0;
+}
+
+int run_train(int argc, char** argv) { return run(argc, argv, false); }
+int run_distill(int argc, char** argv) { return run(argc, argv, true); }
+
+}  // namespace
+
+SQZ_COMMAND("train", "train a model from scratch on a text file (CPU, f32)", run_train);
+SQZ_COMMAND("distill", "logit distillation of a student from a teacher GGUF (KL, temperature, top-k)", run_distill);
