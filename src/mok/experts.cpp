@@ -14,7 +14,7 @@ namespace {
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
           float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  kernels::cpu::blas_sgemm({.trans_a = ta, .trans_b = tb, .M = M, .N = N, .K = K, .A = A, .lda = lda, .B = B,
+  kernels::cpu::blas_gemm(kernels::cpu::GemmArgs<float>{.trans_a = ta, .trans_b = tb, .M = M, .N = N, .K = K, .A = A, .lda = lda, .B = B,
                             .ldb = ldb, .beta = beta, .C = C, .ldc = ldc});
 }
 float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }

@@ -4,10 +4,13 @@
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/rope_tables.h"
-#include "train/blas.h"
+#include "kernels/cpu/blas.h"
 #include "train/ops.h"
 
 namespace squeeze::train {
+
+using kernels::cpu::blas_gemm;
+using kernels::cpu::GemmArgs;
 
 namespace {
 
@@ -58,15 +61,17 @@ Var matmul_nt(Tape<T>& t, Var x, Var w) {
   if constexpr (std::is_same_v<T, float>) {
     kernels::cpu::gemm_nt(t.pool(), t.value(x), K, t.value(w), K, t.value(y), N, n, N, K);
   } else {
-    gemm({.trans_b = true, .M = n, .N = N, .K = K, .lda = K, .ldb = K, .ldc = N}, t.value(x), t.value(w), t.value(y));
+    blas_gemm(GemmArgs<T>{.trans_b = true, .M = n, .N = N, .K = K, .A = t.value(x), .lda = K, .B = t.value(w), .ldb = K,
+                          .C = t.value(y), .ldc = N});
   }
   if (t.needs_grad(y)) {
     t.on_backward([&t, x, w, y, n, N, K] {
       if (T* gx = t.grad(x))  // dX[n, K] += dY[n, N] · W[N, K]
-        gemm({.M = n, .N = K, .K = N, .beta = 1.0, .lda = N, .ldb = K, .ldc = K}, t.grad(y), t.value(w), gx);
+        blas_gemm(GemmArgs<T>{.M = n, .N = K, .K = N, .A = t.grad(y), .lda = N, .B = t.value(w), .ldb = K, .beta = 1,
+                              .C = gx, .ldc = K});
       if (T* gw = t.grad(w))  // dW[N, K] += dY[n, N]ᵀ · X[n, K]
-        gemm({.trans_a = true, .M = N, .N = K, .K = n, .beta = 1.0, .lda = N, .ldb = K, .ldc = K}, t.grad(y),
-             t.value(x), gw);
+        blas_gemm(GemmArgs<T>{.trans_a = true, .M = N, .N = K, .K = n, .A = t.grad(y), .lda = N, .B = t.value(x),
+                              .ldb = K, .beta = 1, .C = gw, .ldc = K});
     });
   }
   return y;

@@ -19,10 +19,12 @@ namespace {
 
 // CBLAS enum values (cblas.h): row-major 101, no-transpose 111, transpose 112.
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
-using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+template <typename T>
+using GemmFn = void (*)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
 
 struct Blas {
-  SgemmFn sgemm = nullptr;
+  GemmFn<float> sgemm = nullptr;
+  GemmFn<double> dgemm = nullptr;
   std::string name;
 };
 
@@ -37,11 +39,12 @@ const Blas& blas() {
     if (h == nullptr) h = ::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) fail("cannot load OpenBLAS (", SQUEEZE_OPENBLAS_PATH, "): ", ::dlerror());
     Blas b;
-    b.sgemm = reinterpret_cast<SgemmFn>(::dlsym(h, "cblas_sgemm"));
+    b.sgemm = reinterpret_cast<GemmFn<float>>(::dlsym(h, "cblas_sgemm"));
+    b.dgemm = reinterpret_cast<GemmFn<double>>(::dlsym(h, "cblas_dgemm"));
     auto set_threads = reinterpret_cast<void (*)(int)>(::dlsym(h, "openblas_set_num_threads"));
     auto config = reinterpret_cast<char* (*)()>(::dlsym(h, "openblas_get_config"));
     auto core = reinterpret_cast<char* (*)()>(::dlsym(h, "openblas_get_corename"));
-    if (b.sgemm == nullptr) fail("OpenBLAS at ", SQUEEZE_OPENBLAS_PATH, " has no cblas_sgemm");
+    if (b.sgemm == nullptr || b.dgemm == nullptr) fail("OpenBLAS at ", SQUEEZE_OPENBLAS_PATH, " lacks cblas_sgemm/dgemm");
     if (set_threads) set_threads(1);
     b.name = std::string(config ? config() : "OpenBLAS") + (core ? std::string(" (core ") + core() + ")" : "");
     return b;
@@ -49,14 +52,18 @@ const Blas& blas() {
   return loaded;
 }
 
+template <typename T>
+void call(GemmFn<T> fn, const GemmArgs<T>& a) {
+  if (a.M <= 0 || a.N <= 0) return;
+  fn(kRowMajor, a.trans_a ? kTrans : kNoTrans, a.trans_b ? kTrans : kNoTrans, static_cast<int>(a.M),
+     static_cast<int>(a.N), static_cast<int>(a.K), a.alpha, a.A, static_cast<int>(a.lda), a.B, static_cast<int>(a.ldb),
+     a.beta, a.C, static_cast<int>(a.ldc));
+}
+
 }  // namespace
 
-void blas_sgemm(const SgemmArgs& a) {
-  if (a.M <= 0 || a.N <= 0) return;
-  blas().sgemm(kRowMajor, a.trans_a ? kTrans : kNoTrans, a.trans_b ? kTrans : kNoTrans, static_cast<int>(a.M),
-               static_cast<int>(a.N), static_cast<int>(a.K), a.alpha, a.A, static_cast<int>(a.lda), a.B,
-               static_cast<int>(a.ldb), a.beta, a.C, static_cast<int>(a.ldc));
-}
+void blas_gemm(const GemmArgs<float>& a) { call(blas().sgemm, a); }
+void blas_gemm(const GemmArgs<double>& a) { call(blas().dgemm, a); }
 
 const char* blas_name() { return blas().name.c_str(); }
 

@@ -14,19 +14,21 @@ namespace squeeze::kernels::cpu {
 
 // Row-major C[M,N] = alpha * op(A)[M,K] · op(B)[K,N] + beta * C, single-threaded.
 // op(X) = X or Xᵀ as trans_a / trans_b say (leading dimensions as stored).
-struct SgemmArgs {
+template <typename T>
+struct GemmArgs {
   bool trans_a = false, trans_b = false;
   int64_t M = 0, N = 0, K = 0;
-  float alpha = 1.0f;
-  const float* A = nullptr;
+  T alpha = 1;
+  const T* A = nullptr;
   int64_t lda = 0;
-  const float* B = nullptr;
+  const T* B = nullptr;
   int64_t ldb = 0;
-  float beta = 0.0f;
-  float* C = nullptr;
+  T beta = 0;
+  T* C = nullptr;
   int64_t ldc = 0;
 };
-void blas_sgemm(const SgemmArgs& a);
+void blas_gemm(const GemmArgs<float>& a);   // sgemm
+void blas_gemm(const GemmArgs<double>& a);  // dgemm (float64 references, training checks)
 
 // "OpenBLAS 0.3.21 ... (core Haswell)" for reports; loads the library if needed.
 const char* blas_name();

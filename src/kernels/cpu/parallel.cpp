@@ -42,7 +42,7 @@ void gemm_nt(ThreadPool& pool, const float* A, int64_t lda, const float* B, int6
 
 void blas_sgemm_nt(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
                    int64_t N, int64_t K) {
-  blas_sgemm({.trans_b = true, .M = M, .N = N, .K = K, .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc});
+  blas_gemm(GemmArgs<float>{.trans_b = true, .M = M, .N = N, .K = K, .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc});
 }
 
 }  // namespace squeeze::kernels::cpu

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# bench/race_llama.sh — squeeze vs llama.cpp on the same GGUF files, back to back.
+#
+# usage: bench/race_llama.sh LLAMA_CPP_BUILD_BIN_DIR [repetitions]
+#   LLAMA_CPP_BUILD_BIN_DIR holds llama-bench (and llama-quantize) built OUTSIDE this
+#   repository from llama.cpp's own sources; without it the race is skipped, saying so.
+# Models: the 70.5M llama shape of shared/reference/baseline.md (512 wide, 12 layers,
+# 8 heads / 4 KV, FFN 1536, vocabulary 32000) with random weights, as F32 and as Q4_K_M
+# (made by llama-quantize from the F32 file, so squeeze also reads llama.cpp's output).
+# Each engine runs pp512 and tg128 (and tg32 at depth 4096) with 2 threads; the engines
+# alternate, twice, and the ratio is squeeze / llama.cpp of the mean tokens/s.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+LLAMA_BIN="${1:-}"
+REPS="${2:-3}"
+if [ -z "$LLAMA_BIN" ] || [ ! -x "$LLAMA_BIN/llama-bench" ]; then
+  echo "race_llama: no llama-bench at '${LLAMA_BIN}' — skipping the llama.cpp comparison" >&2
+  exit 0
+fi
+SQ="$ROOT/build/release/tools/squeeze"
+[ -x "$SQ" ] || { echo "race_llama: build squeeze first (scripts/test or scripts/demo)" >&2; exit 1; }
+OUT="$ROOT/build/race"
+mkdir -p "$OUT"
+F32="$OUT/llama70-f32.gguf"
+Q4="$OUT/llama70-q4_k_m.gguf"
+[ -f "$F32" ] || "$SQ" make-model --config llama-1b --arch llama --layers 12 --embd 512 --heads 8 --kv-heads 4 \
+  --head-dim 64 --ff 1536 --vocab 32000 --ctx 8192 --type F32 --seed 1 -o "$F32" >&2
+[ -f "$Q4" ] || "$LLAMA_BIN/llama-quantize" "$F32" "$Q4" Q4_K_M 2 >/dev/null 2>&1
+
+results="$OUT/results.csv"
+echo "engine,model,test,t_per_s" > "$results"
+run_llama() {  # model tests...
+  "$LLAMA_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -o csv "${@:2}" 2>/dev/null |
+    python3 -c '
+import csv, sys
+for r in csv.DictReader(sys.stdin):
+    p, n, d = int(r["n_prompt"]), int(r["n_gen"]), int(r.get("n_depth", 0) or 0)
+    test = (f"pp{p}" if p else f"tg{n}") + (f" @ d{d}" if d else "")
+    print(f"llama.cpp,{sys.argv[1]},{test},{float(r[\"avg_ts\"]):.3f}")' "$(basename "$1")"
+}
+run_squeeze() {
+  "$SQ" bench -m "$1" -t 2 -r "$REPS" --csv "${@:2}" |
+    python3 -c '
+import csv, sys
+for r in csv.DictReader(sys.stdin):
+    d = int(r["depth"])
+    print(f"squeeze,{sys.argv[1]},{r[\"test\"]}{f\" @ d{d}\" if d else \"\"},{float(r[\"t_per_s\"]):.3f}")' "$(basename "$1")"
+}
+for round in 1 2; do
+  for m in "$F32" "$Q4"; do
+    if [ "$round" = 1 ]; then order="llama squeeze"; else order="squeeze llama"; fi
+    for e in $order; do
+      "run_$e" "$m" -p 512 -n 128 >> "$results"
+      "run_$e" "$m" -p 0 -n 32 -d 4096 >> "$results"
+    done
+  done
+done
+python3 - "$results" <<'PY'
+import csv, sys, collections
+rows = collections.defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    rows[(r["model"], r["test"], r["engine"])].append(float(r["t_per_s"]))
+keys = sorted({(m, t) for m, t, _ in rows})
+print("| model | test | llama.cpp t/s | squeeze t/s | squeeze / llama.cpp |")
+print("|---|---|---|---|---|")
+for m, t in keys:
+    l = rows.get((m, t, "llama.cpp")); s = rows.get((m, t, "squeeze"))
+    if l and s:
+        lm, sm = sum(l) / len(l), sum(s) / len(s)
+        print(f"| {m} | {t} | {lm:.1f} | {sm:.1f} | {sm / lm:.2f} |")
+PY
