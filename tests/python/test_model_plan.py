@@ -42,8 +42,18 @@ def test_bad_input_is_one_line_error():
     for args, needle in [([], "CONFIG"), (["nope"], "nope"), (["glimmer-30b", "--kv", "int3"], "int3"),
                          (["glimmer-30b", "--device", "24G"], "24G"), (["glimmer-30b", "--ctx", "0"], "ctx"),
                          (["glimmer-30b", "--type", "Q9"], "Q9"), (["glimmer-30b", "--ctx", "abc"], "abc"),
-                         (["model.gguf"], "GGUF")]:
+                         (["missing-model.gguf"], "missing-model.gguf")]:
         r = plan(*args)
         assert r.returncode == 1, args
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert needle in r.stderr, (args, r.stderr)
+
+
+def test_plan_of_a_gguf_file_uses_its_exact_bytes(tmp_path):
+    path = tmp_path / "m.gguf"
+    made = subprocess.run([SQ, "make-model", "--config", "glimmer-tiny", "-o", str(path)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    r = plan(str(path), "--ctx", "256")
+    assert r.returncode == 0, r.stderr
+    assert "exact, from the file" in r.stdout
+    assert "6 local (window 16" in r.stdout
