@@ -1,5 +1,6 @@
 // tools/cmd_generate.cpp — `squeeze generate`: prompt in, streamed text out, timings at the end.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -100,11 +101,23 @@ int run_generate(int argc, char** argv) {
     logits = logits.subspan(logits.size() - static_cast<size_t>(model->config().n_vocab));
   }
 
+  // Tokens marked unused in the vocabulary are never generated (padding of a vocabulary).
+  std::vector<int32_t> banned;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id)
+    if (tok.token_type(id) == squeeze::text::TokenType::unused) banned.push_back(id);
+  std::vector<float> masked;
+  auto allowed = [&](std::span<const float> l) -> std::span<const float> {
+    if (banned.empty()) return l;
+    masked.assign(l.begin(), l.end());
+    for (int32_t id : banned) masked[static_cast<size_t>(id)] = -INFINITY;
+    return masked;
+  };
+
   int64_t generated = 0;
   const auto t1 = Clock::now();
   const int64_t room = session.n_ctx() - session.position();
   while (generated < n_predict) {
-    const int32_t next = sampler.sample(logits);
+    const int32_t next = sampler.sample(allowed(logits));
     sampler.accept(next);
     ++generated;
     const auto step = checker.push(next, tok.token_to_piece(next, {.render_control = false}));
