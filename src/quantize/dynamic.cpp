@@ -1,0 +1,157 @@
+// quantize/dynamic.cpp — measure each tensor's error per candidate type; allocate bits.
+#include "quantize/dynamic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "quant/quantize.h"
+
+namespace squeeze::quantize {
+namespace {
+
+// Share of the target the cheapest plan may exceed it by and still be taken (the
+// acceptance bound of the plan: within 2% of the target).
+constexpr double kTargetTolerance = 0.02;
+
+struct Option {
+  GgmlType type;
+  double bits;
+  double cost;  // n_elements · error²
+  double error;
+};
+
+// The lower convex hull of (bits, cost) with cost decreasing in bits: the options a
+// bit-budget allocation can want (any other is beaten by a mix of its neighbours).
+std::vector<Option> hull(std::vector<Option> opts) {
+  std::sort(opts.begin(), opts.end(), [](const Option& a, const Option& b) {
+    return a.bits != b.bits ? a.bits < b.bits : a.cost < b.cost;
+  });
+  std::vector<Option> h;
+  for (const Option& o : opts) {
+    if (!h.empty() && o.cost >= h.back().cost) continue;  // more (or equal) bits, no less error
+    // Pop while the last point lies on or above the segment from the one before it to o.
+    while (h.size() >= 2) {
+      const Option& a = h[h.size() - 2];
+      const Option& b = h.back();
+      const double cross = (b.bits - a.bits) * (o.cost - a.cost) - (o.bits - a.bits) * (b.cost - a.cost);
+      if (cross > 0) break;  // b is below the chord: keep it
+      h.pop_back();
+    }
+    h.push_back(o);
+  }
+  return h;
+}
+
+}  // namespace
+
+std::vector<TypeError> measure_tensor(const SourceTensor& src, const DynamicOptions& o, bool* sampled) {
+  ThreadPool& pool = o.pool ? *o.pool : default_thread_pool();
+  const int64_t cols = src.row_length(), rows = src.n_rows();
+  // Evenly spaced rows when the tensor is large: whole rows, so every block is a real one.
+  const int64_t want = std::clamp<int64_t>(o.max_sample_elements / cols, 1, rows);
+  const int64_t stride = (rows + want - 1) / want;
+  const int64_t n = (rows + stride - 1) / stride;
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  if (stride == 1) {
+    source_rows_f32(pool, src, 0, rows, x.data());
+  } else {
+    const auto& tr = quant::traits(src.type);
+    pool.parallel_for(0, n, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) tr.dequantize_row(src.info->row(i * stride).data(), x.data() + i * cols, cols);
+    });
+  }
+  if (sampled) *sampled = stride > 1;
+  const auto importance = importance_for(o.imatrix, src);
+  std::vector<TypeError> out;
+  for (GgmlType t : o.candidates) {
+    if (cols % gguf::ggml_type_info(t).block_size != 0) continue;
+    const auto err = quant::round_trip_error(
+        pool, {.type = t, .src = x.data(), .rows = n, .cols = cols, .importance = importance ? importance->data() : nullptr});
+    out.push_back({.type = t, .bits = quant::bits_per_weight(t) * static_cast<double>(src.n_elements()),
+                   .error = err.weighted_rel});
+  }
+  return out;
+}
+
+void plan_dynamic(Plan& plan, const DynamicOptions& o) {
+  const double total_elements = static_cast<double>(plan.n_elements());
+  const double budget = o.target_bytes > 0 ? 8.0 * static_cast<double>(o.target_bytes) : o.target_bpw * total_elements;
+  SQZ_CHECK(budget > 0, "the dynamic plan needs --target-bpw or --target-size");
+  const double target_bpw = budget / total_elements;
+
+  // Measure the free tensors.
+  std::vector<size_t> free;
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    if (!plan.tensors[i].fixed) free.push_back(i);
+  std::vector<std::vector<Option>> hulls(free.size());
+  {
+    int64_t work = 0;
+    for (size_t i : free) work += plan.tensors[i].src->n_elements();
+    Progress progress("measuring", work);
+    for (size_t k = 0; k < free.size(); ++k) {
+      TensorPlan& tp = plan.tensors[free[k]];
+      std::vector<Option> opts;
+      for (const TypeError& e : measure_tensor(*tp.src, o, &tp.sampled)) {
+        opts.push_back({e.type, e.bits, static_cast<double>(tp.src->n_elements()) * e.error * e.error, e.error});
+      }
+      SQZ_CHECK(!opts.empty(), "tensor '", tp.src->name, "': no candidate type fits its rows");
+      hulls[k] = hull(std::move(opts));
+      if (o.progress) progress.advance(tp.src->n_elements(), tp.src->name);
+    }
+  }
+
+  // Start every free tensor at its cheapest hull point.
+  double used = 0;
+  for (const auto& tp : plan.tensors)
+    if (tp.fixed) used += 8.0 * static_cast<double>(tp.bytes());
+  std::vector<size_t> at(free.size(), 0);
+  for (const auto& h : hulls) used += h[0].bits;
+  if (used > budget) {
+    const double min_bpw = used / total_elements;
+    SQZ_CHECK(min_bpw <= target_bpw * (1 + kTargetTolerance), "target ", target_bpw,
+              " bpw is below the smallest dynamic plan for this model (", min_bpw, " bpw with the cheapest candidates)");
+  }
+
+  // Greedy upgrades by cost decrease per bit; a tensor whose next step does not fit is
+  // done (its later steps are larger still).
+  struct Step {
+    double gain_per_bit;
+    size_t k;
+    bool operator<(const Step& s) const { return gain_per_bit < s.gain_per_bit; }
+  };
+  std::priority_queue<Step> queue;
+  auto push_next = [&](size_t k) {
+    const auto& h = hulls[k];
+    if (at[k] + 1 >= h.size()) return;
+    const Option &a = h[at[k]], &b = h[at[k] + 1];
+    queue.push({(a.cost - b.cost) / (b.bits - a.bits), k});
+  };
+  for (size_t k = 0; k < free.size(); ++k) push_next(k);
+  while (!queue.empty()) {
+    const Step s = queue.top();
+    queue.pop();
+    const auto& h = hulls[s.k];
+    const double extra = h[at[s.k] + 1].bits - h[at[s.k]].bits;
+    if (used + extra > budget) continue;
+    used += extra;
+    ++at[s.k];
+    push_next(s.k);
+  }
+
+  for (size_t k = 0; k < free.size(); ++k) {
+    TensorPlan& tp = plan.tensors[free[k]];
+    const Option& chosen = hulls[k][at[k]];
+    tp.type = chosen.type;
+    tp.est_error = chosen.error;
+    tp.copy = tp.src->info != nullptr && tp.type == tp.src->type;
+  }
+  char name[64];
+  std::snprintf(name, sizeof name, "dynamic %.2f bpw", target_bpw);
+  plan.name = name;
+  plan.file_type = mostly_file_type(plan);
+}
+
+}  // namespace squeeze::quantize
