@@ -36,6 +36,7 @@ int run_quantize(int argc, char** argv) {
       .option({"--target-bpw"}, "X", "dynamic: average bits per weight of the whole file")
       .option({"--target-size"}, "SIZE", "dynamic: tensor data size, e.g. 20GB, 512MiB")
       .option({"--sample"}, "N", "dynamic: most elements per tensor measured (rows sampled evenly beyond)", "1048576")
+      .option({"--candidates"}, "T1,T2,...", "dynamic: the types to choose from", "Q4_K,Q5_K,Q6_K,Q8_0,F16")
       .option({"--output-tensor-type"}, "TYPE", "type of the output head (token_embd when tied)")
       .option({"--token-embedding-type"}, "TYPE", "type of token_embd")
       .option({"--tensor-type"}, "REGEX=TYPE", "type of the tensors whose name matches REGEX (repeatable; first match wins)")
@@ -116,6 +117,13 @@ int run_quantize(int argc, char** argv) {
     SQZ_CHECK(d.target_bpw > 0 || d.target_bytes > 0, "the dynamic target must be positive");
     d.max_sample_elements = args.get_int("--sample");
     SQZ_CHECK(d.max_sample_elements > 0, "--sample must be positive");
+    d.candidates.clear();
+    const std::string list = args.get("--candidates");
+    for (size_t p0 = 0; p0 <= list.size();) {
+      const size_t p1 = std::min(list.find(',', p0), list.size());
+      d.candidates.push_back(q::parse_tensor_type(list.substr(p0, p1 - p0), "--candidates"));
+      p0 = p1 + 1;
+    }
     q::plan_dynamic(plan, d);
   }
 

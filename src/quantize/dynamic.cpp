@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <queue>
 
 #include "core/error.h"
@@ -86,11 +88,12 @@ void plan_dynamic(Plan& plan, const DynamicOptions& o) {
   std::vector<size_t> free;
   for (size_t i = 0; i < plan.tensors.size(); ++i)
     if (!plan.tensors[i].fixed) free.push_back(i);
-  std::vector<std::vector<Option>> hulls(free.size());
+  std::vector<std::vector<Option>> hulls(free.size()), all(free.size());
   {
     int64_t work = 0;
     for (size_t i : free) work += plan.tensors[i].src->n_elements();
-    Progress progress("measuring", work);
+    std::optional<Progress> progress;
+    if (o.progress) progress.emplace("measuring", work);
     for (size_t k = 0; k < free.size(); ++k) {
       TensorPlan& tp = plan.tensors[free[k]];
       std::vector<Option> opts;
@@ -98,8 +101,9 @@ void plan_dynamic(Plan& plan, const DynamicOptions& o) {
         opts.push_back({e.type, e.bits, static_cast<double>(tp.src->n_elements()) * e.error * e.error, e.error});
       }
       SQZ_CHECK(!opts.empty(), "tensor '", tp.src->name, "': no candidate type fits its rows");
+      all[k] = opts;
       hulls[k] = hull(std::move(opts));
-      if (o.progress) progress.advance(tp.src->n_elements(), tp.src->name);
+      if (o.progress) progress->advance(tp.src->n_elements(), tp.src->name);
     }
   }
 
@@ -141,13 +145,33 @@ void plan_dynamic(Plan& plan, const DynamicOptions& o) {
     push_next(s.k);
   }
 
+  // The greedy stops when no next hull step fits; spend what is left on the single
+  // change (to any option, on or off the hull) that lowers the cost most, while one fits.
+  std::vector<Option> chosen(free.size());
+  for (size_t k = 0; k < free.size(); ++k) chosen[k] = hulls[k][at[k]];
+  for (;;) {
+    double best_gain = 0;
+    size_t best_k = 0;
+    const Option* best = nullptr;
+    for (size_t k = 0; k < free.size(); ++k)
+      for (const Option& opt : all[k]) {
+        const double extra = opt.bits - chosen[k].bits, gain = chosen[k].cost - opt.cost;
+        if (extra > 0 && used + extra <= budget && gain > best_gain) best_gain = gain, best_k = k, best = &opt;
+      }
+    if (!best) break;
+    used += best->bits - chosen[best_k].bits;
+    chosen[best_k] = *best;
+  }
+
   for (size_t k = 0; k < free.size(); ++k) {
     TensorPlan& tp = plan.tensors[free[k]];
-    const Option& chosen = hulls[k][at[k]];
-    tp.type = chosen.type;
-    tp.est_error = chosen.error;
+    tp.type = chosen[k].type;
+    tp.est_error = chosen[k].error;
     tp.copy = tp.src->info != nullptr && tp.type == tp.src->type;
   }
+  if (used < budget * (1 - kTargetTolerance))
+    std::fprintf(stderr, "warning: the dynamic plan reaches %.4f bpw of the %.4f targeted: whole-tensor choices are too coarse\n",
+                 used / total_elements, target_bpw);
   char name[64];
   std::snprintf(name, sizeof name, "dynamic %.2f bpw", target_bpw);
   plan.name = name;

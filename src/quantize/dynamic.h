@@ -10,7 +10,8 @@
 // 2. Allocate: on each tensor's lower convex hull of (bits, cost), start every tensor at
 //    its cheapest type and repeatedly take the upgrade with the largest cost decrease
 //    per extra bit that still fits the budget (the greedy solution of the Lagrangian
-//    relaxation; exact up to the last upgrade that does not fit).
+//    relaxation; exact up to the last upgrade that does not fit), then spend what is left
+//    on the single change that lowers the cost most, while one fits.
 // The budget is bits for the whole file (fixed tensors — norms, overrides, fallbacks —
 // included), target_bpw · total elements or 8 · target_bytes.
 #pragma once
@@ -27,8 +28,9 @@ namespace squeeze::quantize {
 struct DynamicOptions {
   double target_bpw = 0;     // one of target_bpw / target_bytes is set
   int64_t target_bytes = 0;
-  std::vector<GgmlType> candidates = {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                                      GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16};
+  // Q4_0 is left out by default: it has Q4_K's size and (without its sub-block scales and
+  // mins) a larger error on every tensor we measured; measuring it costs a full pass.
+  std::vector<GgmlType> candidates = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F16};
   int64_t max_sample_elements = int64_t{1} << 20;  // per tensor, for the measurement
   const quant::ImportanceMatrix* imatrix = nullptr;
   ThreadPool* pool = nullptr;  // null: default_thread_pool()
