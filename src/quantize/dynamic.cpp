@@ -78,33 +78,40 @@ std::vector<TypeError> measure_tensor(const SourceTensor& src, const DynamicOpti
   return out;
 }
 
-void plan_dynamic(Plan& plan, const DynamicOptions& o) {
+Measurements measure_plan(const Plan& plan, const DynamicOptions& o) {
+  Measurements m;
+  int64_t work = 0;
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    if (!plan.tensors[i].fixed) m.free.push_back(i), work += plan.tensors[i].src->n_elements();
+  std::optional<Progress> progress;
+  if (o.progress) progress.emplace("measuring", work);
+  for (size_t i : m.free) {
+    const SourceTensor& src = *plan.tensors[i].src;
+    bool sampled = false;
+    m.options.push_back(measure_tensor(src, o, &sampled));
+    m.sampled.push_back(sampled);
+    SQZ_CHECK(!m.options.back().empty(), "tensor '", src.name, "': no candidate type fits its rows");
+    if (progress) progress->advance(src.n_elements(), src.name);
+  }
+  return m;
+}
+
+void plan_dynamic(Plan& plan, const DynamicOptions& o) { allocate(plan, measure_plan(plan, o), o); }
+
+void allocate(Plan& plan, const Measurements& m, const DynamicOptions& o) {
   const double total_elements = static_cast<double>(plan.n_elements());
   const double budget = o.target_bytes > 0 ? 8.0 * static_cast<double>(o.target_bytes) : o.target_bpw * total_elements;
   SQZ_CHECK(budget > 0, "the dynamic plan needs --target-bpw or --target-size");
   const double target_bpw = budget / total_elements;
 
-  // Measure the free tensors.
-  std::vector<size_t> free;
-  for (size_t i = 0; i < plan.tensors.size(); ++i)
-    if (!plan.tensors[i].fixed) free.push_back(i);
+  const std::vector<size_t>& free = m.free;
   std::vector<std::vector<Option>> hulls(free.size()), all(free.size());
-  {
-    int64_t work = 0;
-    for (size_t i : free) work += plan.tensors[i].src->n_elements();
-    std::optional<Progress> progress;
-    if (o.progress) progress.emplace("measuring", work);
-    for (size_t k = 0; k < free.size(); ++k) {
-      TensorPlan& tp = plan.tensors[free[k]];
-      std::vector<Option> opts;
-      for (const TypeError& e : measure_tensor(*tp.src, o, &tp.sampled)) {
-        opts.push_back({e.type, e.bits, static_cast<double>(tp.src->n_elements()) * e.error * e.error, e.error});
-      }
-      SQZ_CHECK(!opts.empty(), "tensor '", tp.src->name, "': no candidate type fits its rows");
-      all[k] = opts;
-      hulls[k] = hull(std::move(opts));
-      if (o.progress) progress->advance(tp.src->n_elements(), tp.src->name);
-    }
+  for (size_t k = 0; k < free.size(); ++k) {
+    TensorPlan& tp = plan.tensors[free[k]];
+    tp.sampled = m.sampled[k];
+    for (const TypeError& e : m.options[k])
+      all[k].push_back({e.type, e.bits, static_cast<double>(tp.src->n_elements()) * e.error * e.error, e.error});
+    hulls[k] = hull(all[k]);
   }
 
   // Start every free tensor at its cheapest hull point.

@@ -47,7 +47,18 @@ struct TypeError {
 // Measures the candidates of one tensor (src with data): errors per fitting candidate.
 std::vector<TypeError> measure_tensor(const SourceTensor& src, const DynamicOptions& o, bool* sampled);
 
-// Fills in the free tensors of `plan` (from make_plan with options.dynamic) so that
+// The measured options of every free tensor of a plan (step 1), reusable for several
+// budgets (step 2).
+struct Measurements {
+  std::vector<size_t> free;                    // indices into plan.tensors
+  std::vector<std::vector<TypeError>> options; // per free tensor
+  std::vector<bool> sampled;
+};
+Measurements measure_plan(const Plan& plan, const DynamicOptions& o);
+// Step 2 for the target in `o` (measurements of this plan's tensors).
+void allocate(Plan& plan, const Measurements& m, const DynamicOptions& o);
+
+// Both steps. Fills in the free tensors of `plan` (from make_plan with options.dynamic) so that
 // plan.bpw() is as close under the target as whole-tensor choices allow. Throws when even
 // the cheapest choices exceed the target by more than 2%.
 void plan_dynamic(Plan& plan, const DynamicOptions& o);

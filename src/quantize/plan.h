@@ -88,7 +88,9 @@ struct Plan {
 std::string preset_names();
 // Preset plan (or, when options.dynamic, the fixed part of a dynamic plan: norms,
 // overrides and fallbacks fixed, every other matrix `fixed = false` at Q4_K for now).
+// The plan points into `m`, which must outlive it.
 Plan make_plan(const SourceModel& m, const PlanOptions& options);
+Plan make_plan(SourceModel&& m, const PlanOptions& options) = delete;
 // general.file_type of a plan: the "mostly <type>" file type of the type that holds
 // the most elements (dynamic plans have no preset name).
 uint32_t mostly_file_type(const Plan& plan);
