@@ -125,6 +125,11 @@ int run_quantize(int argc, char** argv) {
       p0 = p1 + 1;
     }
     q::plan_dynamic(plan, d);
+    int sampled = 0;
+    for (const auto& t : plan.tensors) sampled += t.sampled;
+    if (sampled)
+      std::printf("note: the planner measured %d tensors on evenly spaced rows (at most %lld elements each, --sample)\n",
+                  sampled, static_cast<long long>(d.max_sample_elements));
   }
 
   q::RunOptions ro{.input = file.get(), .output_path = dry_run ? "" : out, .imatrix = imatrix.get(),

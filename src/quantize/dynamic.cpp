@@ -96,12 +96,48 @@ Measurements measure_plan(const Plan& plan, const DynamicOptions& o) {
   return m;
 }
 
-void plan_dynamic(Plan& plan, const DynamicOptions& o) { allocate(plan, measure_plan(plan, o), o); }
+namespace {
+
+// The budget in bits of the whole file.
+double budget_bits(const Plan& plan, const DynamicOptions& o) {
+  const double budget = o.target_bytes > 0 ? 8.0 * static_cast<double>(o.target_bytes)
+                                           : o.target_bpw * static_cast<double>(plan.n_elements());
+  SQZ_CHECK(budget > 0, "the dynamic plan needs --target-bpw or --target-size");
+  return budget;
+}
+
+// Throws when the smallest plan (`min_bits`) exceeds the target by more than the tolerance.
+void check_reachable(const Plan& plan, double min_bits, double budget) {
+  const double n = static_cast<double>(plan.n_elements());
+  SQZ_CHECK(min_bits <= budget * (1 + kTargetTolerance), "target ", budget / n,
+            " bpw is below the smallest dynamic plan for this model (", min_bits / n,
+            " bpw with the cheapest candidates)");
+}
+
+}  // namespace
+
+void plan_dynamic(Plan& plan, const DynamicOptions& o) {
+  // The smallest plan's size needs no measurement: refuse an unreachable target up front.
+  double min_bits = 0;
+  for (const TensorPlan& tp : plan.tensors) {
+    if (tp.fixed) {
+      min_bits += 8.0 * static_cast<double>(tp.bytes());
+      continue;
+    }
+    double cheapest = INFINITY;
+    for (GgmlType t : o.candidates)
+      if (tp.src->row_length() % gguf::ggml_type_info(t).block_size == 0)
+        cheapest = std::min(cheapest, quant::bits_per_weight(t) * static_cast<double>(tp.src->n_elements()));
+    SQZ_CHECK(std::isfinite(cheapest), "tensor '", tp.src->name, "': no candidate type fits its rows");
+    min_bits += cheapest;
+  }
+  check_reachable(plan, min_bits, budget_bits(plan, o));
+  allocate(plan, measure_plan(plan, o), o);
+}
 
 void allocate(Plan& plan, const Measurements& m, const DynamicOptions& o) {
   const double total_elements = static_cast<double>(plan.n_elements());
-  const double budget = o.target_bytes > 0 ? 8.0 * static_cast<double>(o.target_bytes) : o.target_bpw * total_elements;
-  SQZ_CHECK(budget > 0, "the dynamic plan needs --target-bpw or --target-size");
+  const double budget = budget_bits(plan, o);
   const double target_bpw = budget / total_elements;
 
   const std::vector<size_t>& free = m.free;
@@ -120,11 +156,7 @@ void allocate(Plan& plan, const Measurements& m, const DynamicOptions& o) {
     if (tp.fixed) used += 8.0 * static_cast<double>(tp.bytes());
   std::vector<size_t> at(free.size(), 0);
   for (const auto& h : hulls) used += h[0].bits;
-  if (used > budget) {
-    const double min_bpw = used / total_elements;
-    SQZ_CHECK(min_bpw <= target_bpw * (1 + kTargetTolerance), "target ", target_bpw,
-              " bpw is below the smallest dynamic plan for this model (", min_bpw, " bpw with the cheapest candidates)");
-  }
+  check_reachable(plan, used, budget);
 
   // Greedy upgrades by cost decrease per bit; a tensor whose next step does not fit is
   // done (its later steps are larger still).
