@@ -55,12 +55,20 @@ bool Args::parse(int argc, char** argv) {
           value = argv[++i];
         }
         values_[key(*s)] = value;
+        all_values_[key(*s)].push_back(value);
       }
     } else {
       positional_.push_back(a);
     }
   }
   return true;
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  const Spec* s = find(name);
+  if (s == nullptr) fail("internal: option '", name, "' was not declared");
+  auto it = all_values_.find(key(*s));
+  return it != all_values_.end() ? it->second : std::vector<std::string>{};
 }
 
 std::string Args::get(const std::string& name) const {

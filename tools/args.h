@@ -26,6 +26,8 @@ class Args {
   bool parse(int argc, char** argv);
 
   std::string get(const std::string& name) const;  // value or default ("" if none)
+  // Every value an option was given, in command-line order (repeatable options).
+  std::vector<std::string> get_all(const std::string& name) const;
   bool has(const std::string& name) const;          // set on the command line (switch or option)
   int64_t get_int(const std::string& name) const;
   double get_double(const std::string& name) const;
@@ -49,6 +51,7 @@ class Args {
   std::string command_, usage_line_, description_;
   std::vector<Spec> specs_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positional_;
 };
 

@@ -21,15 +21,14 @@ KvType kv_type_from_name(std::string_view name);  // "f32", "f16", "bf16", "q8_0
 const char* kv_type_name(KvType t);
 
 // Weight bytes for a type name, tensor by tensor (weight_tensors()):
-//  - presets Q4_K_M, Q5_K_M: base Q4_K / Q5_K; output head (token_embd when tied) Q6_K;
-//    attn_v and ffn_down Q6_K on the "more bits" layers (first n/8, last n/8, every
-//    third between) — llama.cpp's rules as summarised in reference/llamacpp.md;
-//    Q4_K_S: our simplification "Q4_K everywhere, output Q6_K" (SPEC §1's ~4.55 bpw mix);
-//    Q4_0, Q6_K: that type, output Q6_K; Q8_0, F16, BF16, F32: that type everywhere;
-//  - any other ggml type name ("Q5_0", "IQ4_XS", ...): that type everywhere ("pure");
+//  - a preset or ggml type name: the per-tensor rules of model/quant_rules.h (Q4_K_M,
+//    Q5_K_M: base Q4_K / Q5_K, output head Q6_K, attn_v and ffn_down Q6_K on the "more
+//    bits" layers; Q4_K_S/Q5_K_S: base type, output Q6_K — SPEC §1's ~4.55 bpw mix;
+//    Q4_0, Q6_K: that type, output Q6_K; Q8_0, F16, BF16, F32 and any other ggml type
+//    name: that type everywhere), with llama.cpp's row fallbacks (Q4_K→Q5_0, Q5_K→Q5_1,
+//    Q6_K→Q8_0, then F16), since the file may be written by another tool;
 //  - a number like "5.3" (or "5.3bpw"): that many bits per weight on every matrix.
-// Norm vectors stay F32. A K-quant on a row not divisible by 256 falls back as llama.cpp
-// does (Q4_K→Q5_0, Q5_K→Q5_1, Q6_K→Q8_0; then F16 if the row is not a multiple of 32).
+// Norm vectors stay F32.
 struct WeightEstimate {
   int64_t bytes = 0;
   double bpw = 0;           // bytes · 8 / parameters

@@ -1,0 +1,89 @@
+// model/quant_rules.cpp — per-tensor type rules of the quantization presets.
+#include "model/quant_rules.h"
+
+#include <cctype>
+#include <charconv>
+
+namespace squeeze::model {
+
+using gguf::GgmlType;
+
+namespace {
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+// general.file_type (llama_ftype) of a file that is "mostly" `t`.
+uint32_t pure_file_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::BF16: return 32;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+std::optional<QuantPreset> find_quant_preset(std::string_view name_in) {
+  const std::string name = upper(name_in);
+  if (name == "Q4_K_M") return QuantPreset{name, GgmlType::Q4_K, GgmlType::Q6_K, true, 15};
+  if (name == "Q5_K_M") return QuantPreset{name, GgmlType::Q5_K, GgmlType::Q6_K, true, 17};
+  if (name == "Q4_K_S") return QuantPreset{name, GgmlType::Q4_K, GgmlType::Q6_K, false, 14};
+  if (name == "Q5_K_S") return QuantPreset{name, GgmlType::Q5_K, GgmlType::Q6_K, false, 16};
+  if (name == "Q4_0") return QuantPreset{name, GgmlType::Q4_0, GgmlType::Q6_K, false, 2};
+  if (name == "Q6_K") return QuantPreset{name, GgmlType::Q6_K, GgmlType::Q6_K, false, 18};
+  if (auto t = gguf::ggml_type_from_name(name)) return QuantPreset{name, *t, *t, false, pure_file_type(*t)};
+  return std::nullopt;
+}
+
+bool more_bits_layer(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+GgmlType fit_row_type(GgmlType t, int64_t row, RowFallback policy) {
+  const auto info = gguf::ggml_type_info(t);
+  if (row % info.block_size == 0) return t;
+  if (policy == RowFallback::computable) {
+    const bool is_quant = info.block_size > 1;
+    return is_quant && row % 32 == 0 ? GgmlType::Q8_0 : (is_quant ? GgmlType::F16 : t);
+  }
+  GgmlType fallback = GgmlType::F16;
+  switch (t) {
+    case GgmlType::Q4_K: fallback = GgmlType::Q5_0; break;
+    case GgmlType::Q5_K: fallback = GgmlType::Q5_1; break;
+    case GgmlType::Q6_K: fallback = GgmlType::Q8_0; break;
+    default: break;
+  }
+  return fallback == GgmlType::F16 ? fallback : fit_row_type(fallback, row, policy);
+}
+
+int64_t layer_of(std::string_view name) {
+  constexpr std::string_view kPrefix = "blk.";
+  if (!name.starts_with(kPrefix)) return -1;
+  const char* begin = name.data() + kPrefix.size();
+  const char* end = name.data() + name.size();
+  int64_t layer = -1;
+  const auto [ptr, ec] = std::from_chars(begin, end, layer);
+  if (ec != std::errc() || ptr == begin || ptr == end || *ptr != '.') return -1;
+  return layer;
+}
+
+bool is_output_head(const TensorRole& t) {
+  return t.name == "output.weight" || (t.tied_output && t.name == "token_embd.weight");
+}
+
+GgmlType preset_tensor_type(const QuantPreset& p, const TensorRole& t) {
+  if (t.n_dims < 2 || t.name.find("_norm") != std::string_view::npos) return GgmlType::F32;
+  if (is_output_head(t)) return p.output;
+  if (p.more_bits_rule && t.layer >= 0 && more_bits_layer(t.layer, t.n_layer) &&
+      (t.name.ends_with(".attn_v.weight") || t.name.ends_with(".ffn_down.weight")))
+    return GgmlType::Q6_K;
+  return p.base;
+}
+
+}  // namespace squeeze::model
