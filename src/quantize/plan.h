@@ -57,7 +57,7 @@ TypeOverride parse_override(const std::string& text);
 GgmlType parse_tensor_type(const std::string& text, const std::string& what);
 
 struct PlanOptions {
-  std::string preset;                      // "Q4_K_M", ... (ignored when dynamic)
+  std::string preset = "";                 // "Q4_K_M", ... (ignored when dynamic)
   bool dynamic = false;
   std::optional<GgmlType> output_type = std::nullopt;     // --output-tensor-type
   std::optional<GgmlType> token_embd_type = std::nullopt; // --token-embedding-type

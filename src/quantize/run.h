@@ -20,7 +20,7 @@ struct RunOptions {
   const gguf::File* input = nullptr;       // the source file (null: a config dry run)
   std::string output_path;                  // empty: dry run
   const quant::ImportanceMatrix* imatrix = nullptr;
-  std::string imatrix_path;                 // recorded in the output's metadata
+  std::string imatrix_path = "";            // recorded in the output's metadata
   bool allow_requantize = false;            // else a tensor already quantized (and not kept) is an error
   ThreadPool* pool = nullptr;               // null: default_thread_pool()
   std::FILE* table = stdout;                // the table and totals; null: silent

@@ -13,7 +13,7 @@ TEXT = ("The lamp was lit at dusk and the keeper watched the sea until the morni
 
 
 def squeeze(*args):
-    return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, timeout=300)
+    return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, errors="replace", timeout=300)
 
 
 def weights(path):
