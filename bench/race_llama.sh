@@ -36,15 +36,17 @@ import csv, sys
 for r in csv.DictReader(sys.stdin):
     p, n, d = int(r["n_prompt"]), int(r["n_gen"]), int(r.get("n_depth", 0) or 0)
     test = (f"pp{p}" if p else f"tg{n}") + (f" @ d{d}" if d else "")
-    print(f"llama.cpp,{sys.argv[1]},{test},{float(r[\"avg_ts\"]):.3f}")' "$(basename "$1")"
+    ts = float(r["avg_ts"])
+    print(f"llama.cpp,{sys.argv[1]},{test},{ts:.3f}")' "$(basename "$1")"
 }
 run_squeeze() {
   "$SQ" bench -m "$1" -t 2 -r "$REPS" --csv "${@:2}" |
     python3 -c '
 import csv, sys
 for r in csv.DictReader(sys.stdin):
-    d = int(r["depth"])
-    print(f"squeeze,{sys.argv[1]},{r[\"test\"]}{f\" @ d{d}\" if d else \"\"},{float(r[\"t_per_s\"]):.3f}")' "$(basename "$1")"
+    d, test, ts = int(r["depth"]), r["test"], float(r["t_per_s"])
+    suffix = f" @ d{d}" if d else ""
+    print(f"squeeze,{sys.argv[1]},{test}{suffix},{ts:.3f}")' "$(basename "$1")"
 }
 for round in 1 2; do
   for m in "$F32" "$Q4"; do

@@ -16,7 +16,8 @@ TokenizerData train_bpe(std::string_view corpus, const BpeTrainParams& p) {
   SQZ_CHECK(p.vocab_size >= n_special + 256, "vocab_size ", p.vocab_size, " is below the ", n_special + 256,
             " special and byte tokens");
   TokenizerData t;
-  t.pre = pre_tokenizer_name(p.pre);
+  // GGUF names llama.cpp also understands (its own spelling of each split).
+  t.pre = p.pre == PreTokenizer::gpt2 ? "gpt-2" : p.pre == PreTokenizer::llama3 ? "llama-bpe" : "qwen2";
   for (const auto& s : p.specials) {
     t.tokens.push_back(s);
     t.token_types.push_back(static_cast<int32_t>(TokenType::control));
