@@ -132,7 +132,8 @@ def main(paths):
             out.append("### Attention, one layer, f16 KV (bench_attention)\n")
             out.append("| case | time | KV read GB/s or GFLOP/s |\n|---|---|---|")
             for r in attn:
-                rate = (f"{r['KV_bytes/s'] / 1e9:.1f} GB/s ({100 * r['KV_bytes/s'] / ceil['read2']:.0f}% of bandwidth)"
+                bw = ceil["read1"] if "threads:1" in r["name"] else ceil["read2"]
+                rate = (f"{r['KV_bytes/s'] / 1e9:.1f} GB/s ({100 * r['KV_bytes/s'] / bw:.0f}% of read bandwidth, same threads)"
                         if "KV_bytes/s" in r else f"{r.get('FLOP/s', 0) / 1e9:.1f} GFLOP/s")
                 out.append(f"| {r['name'].replace('/real_time', '')} | {r['real_time']:.2f} {r['time_unit']} | {rate} |")
             out.append("")
