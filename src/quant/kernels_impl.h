@@ -45,5 +45,8 @@ SQZ_QUANT_AVX2_DECL(q6_k)
 #undef SQZ_QUANT_AVX2_DECL
 void avx2_quantize_act_q8_0(const float* x, void* dst, int64_t n);
 void avx2_quantize_act_q8_k(const float* x, void* dst, int64_t n);
+// dequant_avx2.cpp: bit-identical to ref_dequantize_q4_k / ref_dequantize_q6_k.
+void avx2_dequantize_q4_k(const void* src, float* y, int64_t n);
+void avx2_dequantize_q6_k(const void* src, float* y, int64_t n);
 
 }  // namespace squeeze::quant::impl

@@ -2,6 +2,7 @@
 // float64 dot of the dequantized values; dot_multi vs vec_dot; activation quantizers.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -194,6 +195,54 @@ TEST(ActivationQuant, Q8KBsumsAndError) {
   std::vector<float> y(n);
   traits(GgmlType::Q8_K).dequantize_row(b.data(), y.data(), n);
   for (int64_t i = 0; i < n; ++i) EXPECT_LE(std::fabs(y[i] - x[i]), b[i / kQK_K].d * (0.5 + 1e-5));
+}
+
+}  // namespace
+}  // namespace squeeze::quant
+
+namespace squeeze::quant {
+namespace {
+
+// Every ISA's dequantizer performs the scalar reference's float operations in the same
+// order, so they must agree bit for bit — on blocks made by the quantizer and on blocks of
+// random bytes (every code and scale pattern; f16 scales kept finite).
+TEST(Dequantize, EveryIsaIsBitIdenticalToTheReference) {
+  for (GgmlType type : supported_types()) {
+    const QuantTraits* ref = traits_for(type, Isa::Scalar);
+    const QuantTraits* simd = traits_for(type, Isa::Avx2);
+    if (!simd) GTEST_SKIP() << "no AVX2 on this CPU";
+    const int64_t n = 4 * ref->block_size * (ref->block_size == 1 ? 64 : 1);
+    for (int variant = 0; variant < 2; ++variant) {
+      std::vector<uint8_t> row(static_cast<size_t>(row_bytes(type, n)));
+      if (variant == 0) {
+        const auto x = test::gaussian(n);
+        ref->quantize_row(x.data(), row.data(), n, nullptr);
+      } else {
+        for (auto& byte : row) byte = static_cast<uint8_t>(test::qrng()());
+        if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
+          const auto x = test::gaussian(n);  // raw bytes would be NaNs and infinities
+          ref->quantize_row(x.data(), row.data(), n, nullptr);
+        } else {
+          // finite f16 scales: clear the top exponent bit of every 16-bit field that holds one
+          const auto x = test::gaussian(n);
+          std::vector<uint8_t> good(row.size());
+          ref->quantize_row(x.data(), good.data(), n, nullptr);
+          for (size_t b = 0; b < row.size(); b += static_cast<size_t>(ref->block_bytes)) {
+            // keep the quantizer's scale fields (d, dmin) and randomise only the codes
+            const size_t scale_bytes = type == GgmlType::Q6_K ? 0 : (type == GgmlType::Q4_K || type == GgmlType::Q5_K) ? 4 : 2;
+            std::memcpy(row.data() + b, good.data() + b, scale_bytes);
+            if (type == GgmlType::Q6_K) std::memcpy(row.data() + b + 208, good.data() + b + 208, 2);
+          }
+        }
+      }
+      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+      ref->dequantize_row(row.data(), a.data(), n);
+      simd->dequantize_row(row.data(), b.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(a[static_cast<size_t>(i)]), std::bit_cast<uint32_t>(b[static_cast<size_t>(i)]))
+            << ref->name << " variant " << variant << " element " << i;
+    }
+  }
 }
 
 }  // namespace
