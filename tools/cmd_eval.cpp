@@ -1,0 +1,137 @@
+// tools/cmd_eval.cpp — `squeeze eval`: held-out perplexity and next-token top-1 accuracy of
+// a model on a text file, and, against a base model sharing its vocabulary (e.g. the
+// unquantized original), mean KL(base ‖ model), top-1 agreement and the perplexity ratio.
+// Text is cut into non-overlapping windows of --ctx tokens; every position after the first
+// of a window is scored (as llama-perplexity scores its chunks).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+#include "model/session.h"
+
+namespace {
+
+using squeeze::model::Model;
+using squeeze::model::Session;
+
+// log-softmax of one row in double (the scores must not depend on float rounding order).
+void log_softmax(std::span<const float> logits, std::vector<double>& out) {
+  double mx = -INFINITY;
+  for (float v : logits) mx = std::max(mx, static_cast<double>(v));
+  double sum = 0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
+  const double lse = mx + std::log(sum);
+  out.resize(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - lse;
+}
+
+struct Scores {
+  double nll = 0;        // sum of -log p(next token)
+  int64_t correct = 0;   // argmax == next token
+  int64_t n = 0;
+  double kl = 0;         // sum of KL(base || model)
+  int64_t agree = 0;     // argmax(model) == argmax(base)
+  double base_nll = 0;
+};
+
+int run_eval(int argc, char** argv) {
+  squeeze::cli::Args args("eval", "eval -m MODEL.gguf -f TEXT.txt [--base BASE.gguf] [--ctx 256] [--chunks N]",
+                          "Perplexity and top-1 accuracy of a model on held-out text; with --base, the KL\n"
+                          "divergence from the base model's distribution, top-1 agreement and the\n"
+                          "perplexity ratio (how much quantization or distillation changed the model).");
+  args.option({"-m", "--model"}, "FILE", "the model to evaluate")
+      .option({"-f", "--file"}, "TEXT", "held-out text (UTF-8)")
+      .option({"--base"}, "FILE", "a reference model with the same vocabulary")
+      .option({"--ctx"}, "N", "tokens per scored window", "256")
+      .option({"--chunks"}, "N", "score at most N windows (0: all)", "0")
+      .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0");
+  if (!args.parse(argc, argv)) return 0;
+  const std::string model_path = args.get("--model"), text_path = args.get("--file");
+  SQZ_CHECK(!model_path.empty(), "missing -m MODEL.gguf");
+  SQZ_CHECK(!text_path.empty(), "missing -f TEXT.txt");
+  const int64_t ctx = args.get_int("--ctx"), max_chunks = args.get_int("--chunks");
+  SQZ_CHECK(ctx >= 2, "--ctx must be at least 2");
+  SQZ_CHECK(max_chunks >= 0, "--chunks must be >= 0");
+  squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
+
+  std::ifstream in(text_path, std::ios::binary);
+  if (!in) squeeze::fail(text_path, ": cannot open");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const auto model = Model::load(model_path);
+  std::unique_ptr<Model> base;
+  if (args.has("--base")) {
+    base = Model::load(args.get("--base"));
+    SQZ_CHECK(base->config().n_vocab == model->config().n_vocab, "--base has a vocabulary of ",
+              base->config().n_vocab, " tokens, the model ", model->config().n_vocab);
+    for (int32_t id = 0; id < model->tokenizer().n_vocab(); ++id)
+      SQZ_CHECK(base->tokenizer().token_text(id) == model->tokenizer().token_text(id),
+                "--base and the model tokenize differently (token ", id, ")");
+  }
+  const std::vector<int32_t> tokens = model->tokenizer().encode(buf.str(), {.add_special = false});
+  const int64_t n_windows_all = static_cast<int64_t>(tokens.size()) / ctx;
+  SQZ_CHECK(n_windows_all > 0, text_path, ": ", tokens.size(), " tokens, fewer than one window of --ctx ", ctx);
+  const int64_t n_windows = max_chunks > 0 ? std::min(max_chunks, n_windows_all) : n_windows_all;
+
+  Session session(*model, {.n_ctx = ctx, .batch = std::min<int64_t>(ctx, 512)});
+  std::unique_ptr<Session> base_session;
+  if (base) base_session = std::make_unique<Session>(*base, squeeze::model::SessionParams{.n_ctx = ctx, .batch = std::min<int64_t>(ctx, 512)});
+  const int64_t V = model->config().n_vocab;
+  Scores s;
+  std::vector<double> lp, lq;
+  for (int64_t w = 0; w < n_windows; ++w) {
+    const std::span<const int32_t> window(tokens.data() + w * ctx, static_cast<size_t>(ctx));
+    session.reset();
+    const auto logits = session.forward(window, /*all_logits=*/true);
+    std::span<const float> base_logits;
+    if (base_session) {
+      base_session->reset();
+      base_logits = base_session->forward(window, true);
+    }
+    for (int64_t i = 0; i + 1 < ctx; ++i) {
+      const auto row = logits.subspan(static_cast<size_t>(i * V), static_cast<size_t>(V));
+      const int32_t next = window[static_cast<size_t>(i + 1)];
+      log_softmax(row, lq);
+      s.nll -= lq[static_cast<size_t>(next)];
+      const auto arg = std::max_element(row.begin(), row.end()) - row.begin();
+      s.correct += arg == next;
+      ++s.n;
+      if (base_session) {
+        const auto brow = base_logits.subspan(static_cast<size_t>(i * V), static_cast<size_t>(V));
+        log_softmax(brow, lp);
+        double kl = 0;
+        for (int64_t v = 0; v < V; ++v) kl += std::exp(lp[static_cast<size_t>(v)]) * (lp[static_cast<size_t>(v)] - lq[static_cast<size_t>(v)]);
+        s.kl += kl;
+        s.base_nll -= lp[static_cast<size_t>(next)];
+        s.agree += (std::max_element(brow.begin(), brow.end()) - brow.begin()) == arg;
+      }
+    }
+    std::fprintf(stderr, "\rwindow %lld/%lld  ppl %.4f", static_cast<long long>(w + 1), static_cast<long long>(n_windows),
+                 std::exp(s.nll / static_cast<double>(s.n)));
+  }
+  std::fprintf(stderr, "\n");
+  const double n = static_cast<double>(s.n);
+  std::printf("| metric | value |\n|---|---|\n");
+  std::printf("| tokens scored | %lld (%lld windows of %lld) |\n", static_cast<long long>(s.n),
+              static_cast<long long>(n_windows), static_cast<long long>(ctx));
+  std::printf("| perplexity | %.4f |\n", std::exp(s.nll / n));
+  std::printf("| top-1 accuracy | %.2f%% |\n", 100.0 * static_cast<double>(s.correct) / n);
+  if (base) {
+    std::printf("| base perplexity | %.4f |\n", std::exp(s.base_nll / n));
+    std::printf("| perplexity ratio (model / base) | %.4f |\n", std::exp((s.nll - s.base_nll) / n));
+    std::printf("| mean KL(base ‖ model) | %.6f nats |\n", s.kl / n);
+    std::printf("| top-1 agreement with base | %.2f%% |\n", 100.0 * static_cast<double>(s.agree) / n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+SQZ_COMMAND("eval", "perplexity, top-1 accuracy, and KL / agreement against a base model", run_eval);
