@@ -6,15 +6,16 @@
 
 namespace squeeze::model {
 
-using gguf::GgmlType;
-
-namespace {
-
-std::string upper(std::string_view s) {
+std::string upper_ascii(std::string_view s) {
   std::string out(s);
   for (char& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   return out;
 }
+
+using gguf::GgmlType;
+
+namespace {
+
 
 // general.file_type (llama_ftype) of a file that is "mostly" `t`.
 uint32_t pure_file_type(GgmlType t) {
@@ -32,7 +33,7 @@ uint32_t pure_file_type(GgmlType t) {
 }  // namespace
 
 std::optional<QuantPreset> find_quant_preset(std::string_view name_in) {
-  const std::string name = upper(name_in);
+  const std::string name = upper_ascii(name_in);
   if (name == "Q4_K_M") return QuantPreset{name, GgmlType::Q4_K, GgmlType::Q6_K, true, 15};
   if (name == "Q5_K_M") return QuantPreset{name, GgmlType::Q5_K, GgmlType::Q6_K, true, 17};
   if (name == "Q4_K_S") return QuantPreset{name, GgmlType::Q4_K, GgmlType::Q6_K, false, 14};

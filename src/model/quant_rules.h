@@ -30,6 +30,9 @@ struct QuantPreset {
   uint32_t file_type = 0;    // general.file_type (llama_ftype); 0 when none fits
 };
 
+// ASCII upper case ("q4_k_m" -> "Q4_K_M"), for case-insensitive type and preset names.
+std::string upper_ascii(std::string_view s);
+
 // A preset by name (any case), or any ggml type name as a "pure" preset of that type;
 // nullopt when neither.
 std::optional<QuantPreset> find_quant_preset(std::string_view name);

@@ -15,11 +15,6 @@ using gguf::GgmlType;
 
 namespace {
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return out;
-}
 
 // "5.3", "5.3bpw" → 5.3; nullopt if the text is not a number.
 std::optional<double> parse_bpw(const std::string& s) {
@@ -37,7 +32,7 @@ std::optional<double> parse_bpw(const std::string& s) {
 }  // namespace
 
 WeightEstimate estimate_weights(const ModelConfig& c, std::string_view type_name) {
-  const std::string name = upper(type_name);
+  const std::string name = upper_ascii(type_name);
   const auto tensors = weight_tensors(c);
   const ParamCount params = count_params(c);
   WeightEstimate est;

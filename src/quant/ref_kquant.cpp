@@ -71,33 +71,40 @@ void ref_quantize_q4_k(const float* x, void* dst, int64_t n, const float* import
       for (int l = 0; l < 32; ++l) b[i].qs[c * 32 + l] = static_cast<uint8_t>(q[c * 64 + l] | (q[c * 64 + 32 + l] << 4));
   }
 }
-static inline int q4k_code(const BlockQ4_K& b, int e) {
-  const int c = e / 64, l = e % 32;
-  return (e % 64) < 32 ? (b.qs[c * 32 + l] & 0x0F) : (b.qs[c * 32 + l] >> 4);
-}
-void ref_dequantize_q4_k(const void* src, float* y, int64_t n) {
-  const auto* b = static_cast<const BlockQ4_K*>(src);
+// Q4_K and Q5_K share the affine layout (d·sc·q − dmin·m per 32-element sub-block) and
+// differ only in how a code is stored: both are written once over a code accessor.
+template <typename Block, int (*Code)(const Block&, int)>
+void dequantize_affine_k(const void* src, float* y, int64_t n) {
+  const auto* b = static_cast<const Block*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i, y += kQK_K) {
     const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
     for (int j = 0; j < kNSub; ++j) {
       uint8_t sc, m;
       k_scale_min(b[i].scales, j, sc, m);
       const float es = d * sc, em = dmin * m;
-      for (int l = 0; l < kSub; ++l) y[j * kSub + l] = es * q4k_code(b[i], j * kSub + l) - em;
+      for (int l = 0; l < kSub; ++l) y[j * kSub + l] = es * Code(b[i], j * kSub + l) - em;
     }
   }
 }
-float ref_dot_q4_k(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ4_K*>(w);
+template <typename Block, int (*Code)(const Block&, int)>
+float dot_affine_k(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const Block*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(a);
   float s = 0;
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     int isum, msum;
-    affine_block_dot(x[i].scales, y[i], [&](int e) { return q4k_code(x[i], e); }, isum, msum);
+    affine_block_dot(x[i].scales, y[i], [&](int e) { return Code(x[i], e); }, isum, msum);
     s += f16_to_f32(x[i].d) * y[i].d * static_cast<float>(isum) - f16_to_f32(x[i].dmin) * y[i].d * static_cast<float>(msum);
   }
   return s;
 }
+
+static inline int q4k_code(const BlockQ4_K& b, int e) {
+  const int c = e / 64, l = e % 32;
+  return (e % 64) < 32 ? (b.qs[c * 32 + l] & 0x0F) : (b.qs[c * 32 + l] >> 4);
+}
+void ref_dequantize_q4_k(const void* src, float* y, int64_t n) { dequantize_affine_k<BlockQ4_K, q4k_code>(src, y, n); }
+float ref_dot_q4_k(int64_t n, const void* w, const void* a) { return dot_affine_k<BlockQ4_K, q4k_code>(n, w, a); }
 
 // ---- Q5_K ----
 void ref_quantize_q5_k(const float* x, void* dst, int64_t n, const float* importance) {
@@ -120,29 +127,8 @@ static inline int q5k_code(const BlockQ5_K& b, int e) {
   const int low4 = upper ? (b.qs[c * 32 + l] >> 4) : (b.qs[c * 32 + l] & 0x0F);
   return low4 | (((b.qh[l] >> (2 * c + upper)) & 1) << 4);
 }
-void ref_dequantize_q5_k(const void* src, float* y, int64_t n) {
-  const auto* b = static_cast<const BlockQ5_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i, y += kQK_K) {
-    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
-    for (int j = 0; j < kNSub; ++j) {
-      uint8_t sc, m;
-      k_scale_min(b[i].scales, j, sc, m);
-      const float es = d * sc, em = dmin * m;
-      for (int l = 0; l < kSub; ++l) y[j * kSub + l] = es * q5k_code(b[i], j * kSub + l) - em;
-    }
-  }
-}
-float ref_dot_q5_k(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ5_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
-  float s = 0;
-  for (int64_t i = 0; i < n / kQK_K; ++i) {
-    int isum, msum;
-    affine_block_dot(x[i].scales, y[i], [&](int e) { return q5k_code(x[i], e); }, isum, msum);
-    s += f16_to_f32(x[i].d) * y[i].d * static_cast<float>(isum) - f16_to_f32(x[i].dmin) * y[i].d * static_cast<float>(msum);
-  }
-  return s;
-}
+void ref_dequantize_q5_k(const void* src, float* y, int64_t n) { dequantize_affine_k<BlockQ5_K, q5k_code>(src, y, n); }
+float ref_dot_q5_k(int64_t n, const void* w, const void* a) { return dot_affine_k<BlockQ5_K, q5k_code>(n, w, a); }
 
 // ---- Q6_K ----
 // Element e of a block (half h = e/128, r = e%128, l = r%32, quarter k = r/32) takes its

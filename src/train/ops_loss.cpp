@@ -3,6 +3,7 @@
 // not depend on the thread count.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 
 #include "train/ops.h"
@@ -28,6 +29,23 @@ Var sum_rows_to_scalar(Tape<T>& t, const std::vector<T>& per_row, T factor, bool
   T total = 0;
   for (T v : per_row) total += v;  // serial: independent of the thread count
   t.value(loss)[0] = total * factor;
+  return loss;
+}
+
+// The scalar KL loss (per-row sums × factor) and its backward: the gradient w.r.t. the
+// student's logits is dlogits (d loss / d (logits/τ) per row) × factor / τ. Shared by the
+// full-vocabulary and the top-k forms.
+template <typename T>
+Var kl_loss_output(Tape<T>& t, Var student, const std::vector<T>& per_row, std::shared_ptr<std::vector<T>> dlogits,
+                   T factor, T tau) {
+  Var loss = sum_rows_to_scalar(t, per_row, factor, t.needs_grad(student));
+  if (t.needs_grad(loss)) {
+    t.on_backward([&t, student, loss, dlogits, factor, tau] {
+      const T g = t.grad(loss)[0] * factor / tau;
+      T* gx = t.grad(student);
+      for (size_t i = 0; i < dlogits->size(); ++i) gx[i] += g * (*dlogits)[i];
+    });
+  }
   return loss;
 }
 
@@ -108,16 +126,7 @@ Var kl_divergence(Tape<T>& t, Var student, std::span<const float> teacher, const
       }
     }
   });
-  const T factor = static_cast<T>(p.scale) / static_cast<T>(n);
-  Var loss = sum_rows_to_scalar(t, per_row, factor, t.needs_grad(student));
-  if (t.needs_grad(loss)) {
-    t.on_backward([&t, student, loss, dlogits, factor, tau] {
-      const T g = t.grad(loss)[0] * factor / tau;
-      T* gx = t.grad(student);
-      for (size_t i = 0; i < dlogits->size(); ++i) gx[i] += g * (*dlogits)[i];
-    });
-  }
-  return loss;
+  return kl_loss_output(t, student, per_row, std::move(dlogits), static_cast<T>(p.scale) / static_cast<T>(n), tau);
 }
 
 TopKTeacher topk_teacher(std::span<const float> logits, int64_t n, int64_t V, int64_t k, float temperature) {
@@ -209,16 +218,7 @@ Var kl_divergence_topk(Tape<T>& t, Var student, const TopKTeacher& teacher, cons
       for (int64_t e = 0; e < K; ++e) slot[static_cast<size_t>(ids[e])] = -1;
     }
   });
-  const T factor = static_cast<T>(p.scale) / static_cast<T>(n);
-  Var loss = sum_rows_to_scalar(t, per_row, factor, t.needs_grad(student));
-  if (t.needs_grad(loss)) {
-    t.on_backward([&t, student, loss, dlogits, factor, tau] {
-      const T g = t.grad(loss)[0] * factor / tau;
-      T* gx = t.grad(student);
-      for (size_t i = 0; i < dlogits->size(); ++i) gx[i] += g * (*dlogits)[i];
-    });
-  }
-  return loss;
+  return kl_loss_output(t, student, per_row, std::move(dlogits), static_cast<T>(p.scale) / static_cast<T>(n), tau);
 }
 
 #define SQZ_TRAIN_INSTANTIATE(T)                                                                   \
