@@ -2,7 +2,9 @@
 // a model on a text file, and, against a base model sharing its vocabulary (e.g. the
 // unquantized original), mean KL(base ‖ model), top-1 agreement and the perplexity ratio.
 // Text is cut into non-overlapping windows of --ctx tokens; every position after the first
-// of a window is scored (as llama-perplexity scores its chunks).
+// of a window is scored (as llama-perplexity scores its chunks). --tasks adds two 4-way
+// multiple-choice scores on line-per-verse text (eval/choice_tasks.h); --sampled N the
+// reverse KL to --base on the model's own sampled continuations (eval/sampled_kl.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +15,9 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "eval/choice_tasks.h"
+#include "eval/log_probs.h"
+#include "eval/sampled_kl.h"
 #include "model/model.h"
 #include "model/session.h"
 
@@ -21,16 +26,7 @@ namespace {
 using squeeze::model::Model;
 using squeeze::model::Session;
 
-// log-softmax of one row in double (the scores must not depend on float rounding order).
-void log_softmax(std::span<const float> logits, std::vector<double>& out) {
-  double mx = -INFINITY;
-  for (float v : logits) mx = std::max(mx, static_cast<double>(v));
-  double sum = 0;
-  for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
-  const double lse = mx + std::log(sum);
-  out.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - lse;
-}
+using squeeze::eval::log_softmax;
 
 struct Scores {
   double nll = 0;        // sum of -log p(next token)
@@ -51,6 +47,13 @@ int run_eval(int argc, char** argv) {
       .option({"--base"}, "FILE", "a reference model with the same vocabulary")
       .option({"--ctx"}, "N", "tokens per scored window", "256")
       .option({"--chunks"}, "N", "score at most N windows (0: all)", "0")
+      .flag({"--tasks"}, "also score the next-word and verse-ending 4-way choice tasks on the text")
+      .option({"--task-items"}, "N", "items per task", "300")
+      .option({"--sampled"}, "N", "with --base: reverse KL(model || base) on N continuations the model samples", "0")
+      .option({"--prompt-len"}, "N", "--sampled: prompt tokens taken from the text", "32")
+      .option({"--gen-len"}, "N", "--sampled: tokens the model samples per prompt", "32")
+      .option({"--seed"}, "N", "seed of the task items and the sampling", "1")
+      .option({"--json"}, "FILE", "also write the numbers as one JSON object")
       .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0");
   if (!args.parse(argc, argv)) return 0;
   const std::string model_path = args.get("--model"), text_path = args.get("--file");
@@ -59,6 +62,9 @@ int run_eval(int argc, char** argv) {
   const int64_t ctx = args.get_int("--ctx"), max_chunks = args.get_int("--chunks");
   SQZ_CHECK(ctx >= 2, "--ctx must be at least 2");
   SQZ_CHECK(max_chunks >= 0, "--chunks must be >= 0");
+  const int64_t n_sampled = args.get_int("--sampled");
+  SQZ_CHECK(n_sampled >= 0, "--sampled must be >= 0");
+  SQZ_CHECK(n_sampled == 0 || args.has("--base"), "--sampled needs --base (the reference model)");
   squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
 
   std::ifstream in(text_path, std::ios::binary);
@@ -118,16 +124,55 @@ int run_eval(int argc, char** argv) {
   }
   std::fprintf(stderr, "\n");
   const double n = static_cast<double>(s.n);
+  std::vector<std::pair<std::string, double>> json;  // every printed number, for scripts
   std::printf("| metric | value |\n|---|---|\n");
   std::printf("| tokens scored | %lld (%lld windows of %lld) |\n", static_cast<long long>(s.n),
               static_cast<long long>(n_windows), static_cast<long long>(ctx));
   std::printf("| perplexity | %.4f |\n", std::exp(s.nll / n));
   std::printf("| top-1 accuracy | %.2f%% |\n", 100.0 * static_cast<double>(s.correct) / n);
+  json.insert(json.end(), {{"tokens", n}, {"perplexity", std::exp(s.nll / n)},
+                           {"top1", static_cast<double>(s.correct) / n}});
   if (base) {
     std::printf("| base perplexity | %.4f |\n", std::exp(s.base_nll / n));
     std::printf("| perplexity ratio (model / base) | %.4f |\n", std::exp((s.nll - s.base_nll) / n));
     std::printf("| mean KL(base ‖ model) | %.6f nats |\n", s.kl / n);
     std::printf("| top-1 agreement with base | %.2f%% |\n", 100.0 * static_cast<double>(s.agree) / n);
+    json.insert(json.end(), {{"base_perplexity", std::exp(s.base_nll / n)},
+                             {"perplexity_ratio", std::exp((s.nll - s.base_nll) / n)},
+                             {"kl", s.kl / n},
+                             {"top1_agreement", static_cast<double>(s.agree) / n}});
+  }
+  const auto seed = static_cast<uint64_t>(args.get_int("--seed"));
+  if (args.has("--tasks")) {
+    for (auto task : {squeeze::eval::ChoiceTask::next_word, squeeze::eval::ChoiceTask::verse_ending}) {
+      const auto items = squeeze::eval::make_choice_items(task, buf.str(), args.get_int("--task-items"), seed);
+      const auto r = squeeze::eval::score_choice_items(*model, task, items);
+      std::printf("| task %s (4-way, chance 25%%) | %.2f%% of %lld |\n", squeeze::eval::task_name(task),
+                  100.0 * r.accuracy(), static_cast<long long>(r.items));
+      json.emplace_back(std::string("task_") + (task == squeeze::eval::ChoiceTask::next_word ? "next_word" : "verse_ending"),
+                        r.accuracy());
+    }
+  }
+  if (n_sampled > 0) {
+    const auto r = squeeze::eval::sampled_kl(*model, *base, tokens,
+                                             {.sequences = n_sampled, .prompt_len = args.get_int("--prompt-len"),
+                                              .gen_len = args.get_int("--gen-len"), .temperature = 1.0f, .seed = seed});
+    std::printf("| reverse KL(model ‖ base) on model samples | %.6f nats (%lld tokens) |\n", r.reverse_kl,
+                static_cast<long long>(r.tokens));
+    std::printf("| base perplexity of model samples | %.4f |\n", std::exp(r.reference_nll));
+    json.insert(json.end(), {{"sampled_reverse_kl", r.reverse_kl}, {"sampled_base_perplexity", std::exp(r.reference_nll)},
+                             {"sampled_model_perplexity", std::exp(r.model_nll)}});
+  }
+  if (args.has("--json")) {
+    std::ofstream out(args.get("--json"));
+    out << "{";
+    for (size_t i = 0; i < json.size(); ++i) {
+      char num[64];
+      std::snprintf(num, sizeof num, "%.9g", json[i].second);
+      out << (i ? ", " : "") << '"' << json[i].first << "\": " << num;
+    }
+    out << "}\n";
+    SQZ_CHECK(out.good(), args.get("--json"), ": write failed");
   }
   return 0;
 }

@@ -2,34 +2,45 @@
 // next-token cross-entropy) and `squeeze distill` (logit distillation from a teacher
 // GGUF): one loop, checkpoints and exact resume; the result is a GGUF that
 // `squeeze generate` loads.
+#include <malloc.h>
+
 #include <cstdio>
 #include <fstream>
 #include <optional>
 
 #include "args.h"
 #include "command.h"
+#include "config_options.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/gguf_config.h"
 #include "model/model.h"
 #include "train/corpus.h"
 #include "train/distill.h"
+#include "train/on_policy.h"
 #include "train/trainer.h"
 
 namespace {
 
 using namespace squeeze;
 
+std::string loss_kind(const cli::Args& args) {
+  return args.has("--loss") ? args.get("--loss") : args.has("--on-policy") ? "reverse-kl" : "kl";
+}
+
 // `train` and `distill` share everything but the objective and where the tokenizer and
 // the student's shape come from.
 int run(int argc, char** argv, bool distill) {
   cli::Args args(distill ? "distill" : "train",
-                 distill ? "distill --teacher T.gguf --student-config NAME --data FILE.txt --steps N --out S.gguf [options]"
+                 distill ? "distill --teacher T.gguf --config NAME --data FILE.txt --steps N --out S.gguf [options]"
                          : "train --config NAME --data FILE.txt --steps N --out MODEL.gguf [options]",
                  distill ? "Logit distillation: train a student of a built-in config (with the teacher's\n"
                            "tokenizer) to match the frozen teacher's next-token distributions on a text file:\n"
                            "KL at a temperature (loss scaled by T^2), over the full vocabulary or the\n"
-                           "teacher's top-k (the rest as one tail event). Checkpoints and --resume as in train."
+                           "teacher's top-k (the rest as one tail event). Checkpoints and --resume as in train.\n"
+                           "--on-policy: the student (usually --init from a logit-distilled one) continues\n"
+                           "prompts taken from --data by sampling, and learns the per-token reverse KL to the\n"
+                           "teacher on the positions it generated (defaults then: reverse-kl, temperature 1)."
                          : "Train a model from scratch on a text file. The tokenizer is learned from the data\n"
                            "(byte-level BPE, the config's vocabulary size) unless --tokenizer gives a GGUF to take\n"
                            "it from. The last --val-fraction of the tokens is the validation stream.\n"
@@ -37,13 +48,15 @@ int run(int argc, char** argv, bool distill) {
                            "options): the result is bit-identical to an uninterrupted run.");
   if (distill) {
     args.option({"--teacher"}, "FILE", "teacher GGUF (frozen; its tokenizer is used)")
-        .option({"--student-config"}, "NAME", "built-in config of the student", "glimmer-tiny")
-        .option({"--loss"}, "KIND", "kl (forward KL(teacher||student)) or reverse-kl", "kl")
-        .option({"--temperature"}, "T", "distillation temperature", "2")
-        .option({"--topk"}, "K", "use only the teacher's top-k log-probs (0: full vocabulary)", "0");
-  } else {
-    args.option({"--config"}, "NAME", "built-in model config", "glimmer-tiny");
+        .option({"--loss"}, "KIND", "kl (forward KL(teacher||student)) or reverse-kl (default: kl; on-policy: reverse-kl)")
+        .option({"--temperature"}, "T", "distillation temperature (default: 2; on-policy: 1)")
+        .option({"--topk"}, "K", "use only the teacher's top-k log-probs (0: full vocabulary)", "0")
+        .option({"--init"}, "FILE", "start the student from this GGUF (its shape; default: fresh weights)")
+        .flag({"--on-policy"}, "on-policy distillation: train on the student's own continuations of --data prompts")
+        .option({"--prompt-len"}, "N", "on-policy: prompt tokens per sequence (the rest of --seq-len is sampled)", "32")
+        .option({"--sample-temperature"}, "T", "on-policy: the student's sampling temperature", "1");
   }
+  cli::add_config_options(args, "glimmer-tiny");  // distill: the student's shape (vocabulary: the teacher's)
   args.option({"--data"}, "FILE", "training text (UTF-8)")
       .option({"--steps"}, "N", "optimiser steps", "100")
       .option({"-o", "--out"}, "FILE", "output GGUF (F32 weights)")
@@ -62,13 +75,18 @@ int run(int argc, char** argv, bool distill) {
       .option({"--clip"}, "X", "gradient-norm clip (0: off)", "1.0")
       .option({"--eval-every"}, "N", "steps between validation losses (0: at the end)", "0")
       .option({"--eval-sequences"}, "N", "validation sequences per evaluation", "16")
-      .option({"--val-fraction"}, "X", "share of the tokens held out for validation", "0.05")
+      .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)")
+      .option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data", "0.05")
       .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
       .option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)", "0")
       .option({"--seed"}, "N", "seed for the initial weights and the data order", "1")
       .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0")
       .flag({"--no-progress"}, "no progress bar");
   if (!args.parse(argc, argv)) return 0;
+  // Every step allocates and frees the same tape buffers: keep them in the heap instead
+  // of returning them to the kernel, whose fresh zero pages cost ~10% of a step.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   SQZ_CHECK(!args.get("--data").empty(), "missing --data FILE.txt");
   SQZ_CHECK(!args.get("--out").empty(), "missing --out MODEL.gguf");
   set_default_thread_count(static_cast<int>(args.get_int("--threads")));
@@ -91,13 +109,14 @@ int run(int argc, char** argv, bool distill) {
   const int64_t stop_after = args.get_int("--stop-after");
   SQZ_CHECK(stop_after >= 0, "--stop-after must not be negative");
   const std::string text = train::read_text_file(args.get("--data"));
-  model::ModelConfig config = model::builtin_config(args.get(distill ? "--student-config" : "--config"));
+  model::ModelConfig config = cli::config_from_args(args);
   std::optional<train::GlimmerModel> teacher;
   if (distill) {
     SQZ_CHECK(!args.get("--teacher").empty(), "missing --teacher T.gguf");
     SQZ_CHECK(!args.has("--tokenizer"), "distill takes the tokenizer from the teacher (no --tokenizer)");
-    const std::string kind = args.get("--loss");
+    const std::string kind = loss_kind(args);
     SQZ_CHECK(kind == "kl" || kind == "reverse-kl", "--loss must be kl or reverse-kl");
+    SQZ_CHECK(!(args.has("--on-policy") && args.get_int("--topk") > 0), "--on-policy scores the full vocabulary (no --topk)");
     teacher.emplace(train::GlimmerModel::load(args.get("--teacher")));
     config.n_vocab = teacher->config().n_vocab;
   }
@@ -106,6 +125,13 @@ int run(int argc, char** argv, bool distill) {
   std::optional<train::GlimmerModel> model;
   if (args.has("--resume")) {
     model.emplace(train::GlimmerModel::load(args.get("--resume")));
+  } else if (distill && args.has("--init")) {
+    model.emplace(train::GlimmerModel::load(args.get("--init")));
+    SQZ_CHECK(model->config().n_vocab == teacher->config().n_vocab, args.get("--init"), ": a vocabulary of ",
+              model->config().n_vocab, " tokens, the teacher has ", teacher->config().n_vocab);
+    for (int32_t id = 0; id < model->config().n_vocab; ++id)
+      SQZ_CHECK(model->tokenizer().tokens[static_cast<size_t>(id)] == teacher->tokenizer().tokens[static_cast<size_t>(id)],
+                args.get("--init"), ": its tokenizer differs from the teacher's (token ", id, ")");
   } else {
     text::TokenizerData tok;
     if (distill) {
@@ -119,32 +145,49 @@ int run(int argc, char** argv, bool distill) {
     }
     model.emplace(train::GlimmerModel::init(config, std::move(tok), {.seed = seed}));
   }
-  const std::vector<int32_t> tokens = text::Tokenizer(model->tokenizer()).encode(text, {.add_special = false, .parse_special = false});
-  const size_t n_val = static_cast<size_t>(static_cast<double>(tokens.size()) * val_fraction);
+  const text::Tokenizer tokenizer(model->tokenizer());
+  const std::vector<int32_t> tokens = tokenizer.encode(text, {.add_special = false, .parse_special = false});
+  const std::vector<int32_t> val_file_tokens =
+      args.has("--val-data") ? tokenizer.encode(train::read_text_file(args.get("--val-data")), {.add_special = false, .parse_special = false})
+                             : std::vector<int32_t>{};
+  const size_t n_val = args.has("--val-data") ? 0 : static_cast<size_t>(static_cast<double>(tokens.size()) * val_fraction);
   const std::span<const int32_t> all(tokens);
   const auto train_tokens = all.first(tokens.size() - n_val);
-  const auto val_tokens = all.last(n_val);
+  const auto val_tokens = args.has("--val-data") ? std::span<const int32_t>(val_file_tokens) : all.last(n_val);
 
   const auto params = model::count_params(model->config());
   std::fprintf(stderr, "train: %s, %.2fM parameters, %zu training / %zu validation tokens, %d threads\n",
                model->config().name.c_str(), params.total / 1e6, train_tokens.size(), val_tokens.size(),
                default_thread_pool().size());
   train::LossFn loss = train::cross_entropy_loss();
+  train::BatchFn batches;
+  const std::string scratch = args.get("--out") + ".sampler.tmp";
   if (distill) {
-    const train::KlParams kl{.direction = args.get("--loss") == "kl" ? train::KlDirection::forward : train::KlDirection::reverse,
-                             .temperature = static_cast<float>(args.get_double("--temperature")), .scale = 0.0f};
+    const bool on_policy = args.has("--on-policy");
+    const train::KlParams kl{.direction = loss_kind(args) == "kl" ? train::KlDirection::forward : train::KlDirection::reverse,
+                             .temperature = static_cast<float>(args.has("--temperature") ? args.get_double("--temperature")
+                                                                                       : on_policy ? 1.0 : 2.0),
+                             .scale = 0.0f};
     loss = train::distillation_loss(*teacher, {.kl = kl, .topk = args.get_int("--topk")});
+    if (on_policy)
+      batches = train::on_policy_batches(*model, train_tokens,
+                                         {.prompt_len = args.get_int("--prompt-len"),
+                                          .temperature = static_cast<float>(args.get_double("--sample-temperature")),
+                                          .scratch_path = scratch},
+                                         opt.batch, opt.seq_len);
   }
-  train::Trainer trainer(*model, train_tokens, val_tokens, opt, std::move(loss));
+  train::Trainer trainer(*model, train_tokens, val_tokens, opt, std::move(loss), std::move(batches));
   if (args.has("--resume")) trainer.load_checkpoint(args.get("--resume"));
   if (stop_after > 0 && stop_after < opt.steps) {
     trainer.run(stop_after);
+    std::remove(scratch.c_str());
     if (!opt.checkpoint_path.empty()) trainer.save_checkpoint(opt.checkpoint_path);
     std::printf("stopped after step %lld%s\n", static_cast<long long>(stop_after),
                 opt.checkpoint_path.empty() ? "" : (", checkpoint " + opt.checkpoint_path).c_str());
     return 0;
   }
   trainer.run();
+  std::remove(scratch.c_str());
   model->export_gguf(args.get("--out"), model->config().name + " (squeeze train, seed " + std::to_string(seed) + ")");
 
   if (args.has("--loss-csv")) {

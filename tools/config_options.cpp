@@ -6,7 +6,7 @@
 namespace squeeze::cli {
 
 void add_config_options(Args& args, const std::string& default_config) {
-  args.option({"--config"}, "NAME", "built-in config (glimmer-30b, glimmer-1b, glimmer-tiny, llama-1b)", default_config)
+  args.option({"--config"}, "NAME", "built-in config (glimmer-30b, glimmer-1b, glimmer-tiny, llama-1b, kjv-teacher, glimmer-kjv)", default_config)
       .option({"--arch"}, "ARCH", "override the architecture (glimmer or llama; llama makes every layer global)")
       .option({"--layers"}, "N", "override the number of layers")
       .option({"--embd"}, "N", "override the hidden size")

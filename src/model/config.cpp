@@ -124,7 +124,9 @@ ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n
 
 }  // namespace
 
-std::vector<std::string> builtin_config_names() { return {"glimmer-30b", "glimmer-1b", "glimmer-tiny", "llama-1b"}; }
+std::vector<std::string> builtin_config_names() {
+  return {"glimmer-30b", "glimmer-1b", "glimmer-tiny", "llama-1b", "kjv-teacher", "glimmer-kjv"};
+}
 
 ModelConfig builtin_config(std::string_view name) {
   if (name == "glimmer-30b") {
@@ -135,6 +137,24 @@ ModelConfig builtin_config(std::string_view name) {
   if (name == "glimmer-1b") return glimmer("glimmer-1b", 16, 2048, 16, 2, 128, 7168, 32768, 1024, 32768);
   if (name == "glimmer-tiny") {
     ModelConfig c = glimmer("glimmer-tiny", 8, 64, 4, 2, 16, 160, 512, 16, 512);
+    c.tied_output = true;
+    return c;
+  }
+  // The shipped models (models/README.md), trained on the KJV corpus with a 4096-token BPE
+  // vocabulary: an all-global teacher sized to train in about an hour on 2 cores, and a
+  // Glimmer student of a third of its parameters (two [L L L G] periods, 8/2 heads, a
+  // 64-token window against 256 tokens of training context).
+  if (name == "kjv-teacher") {
+    ModelConfig c = glimmer("kjv-teacher", 8, 384, 6, 2, 64, 1024, 4096, 0, 256);
+    c.arch = "llama";
+    c.rope_base_global = c.rope_base_local = 10000.0f;
+    c.is_local = all_global_pattern(c.n_layer);
+    c.tied_output = true;
+    return c;
+  }
+  if (name == "glimmer-kjv") {
+    ModelConfig c = glimmer("glimmer-kjv", 8, 256, 8, 2, 32, 384, 4096, 64, 256);
+    c.rope_base_global = 10000.0f;  // trained at 256 tokens: no long-context base
     c.tied_output = true;
     return c;
   }

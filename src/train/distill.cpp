@@ -14,7 +14,7 @@ LossFn distillation_loss(GlimmerModel& teacher, const DistillParams& dp) {
             " outside [0, ", teacher.config().n_vocab, "]");
   if (kl.scale == 0) kl.scale = kl.temperature * kl.temperature;
   return [&teacher, kl, topk = dp.topk](Tape<float>& t, Var logits, std::span<const int32_t> inputs,
-                                        std::span<const int32_t>, int64_t seq_len) {
+                                        std::span<const int32_t> targets, int64_t seq_len) {
     SQZ_CHECK(t.cols(logits) == teacher.config().n_vocab, "distillation: the student's vocabulary (", t.cols(logits),
               ") differs from the teacher's (", teacher.config().n_vocab, ")");
     Tape<float> tt(&t.pool());
@@ -22,9 +22,9 @@ LossFn distillation_loss(GlimmerModel& teacher, const DistillParams& dp) {
     const std::span<const float> teacher_logits(tt.value(tl), static_cast<size_t>(tt.size(tl)));
     if (topk > 0) {
       const TopKTeacher sparse = topk_teacher(teacher_logits, tt.rows(tl), tt.cols(tl), topk, kl.temperature);
-      return kl_divergence_topk(t, logits, sparse, kl);
+      return kl_divergence_topk(t, logits, sparse, kl, targets);
     }
-    return kl_divergence(t, logits, teacher_logits, kl);
+    return kl_divergence(t, logits, teacher_logits, kl, targets);
   };
 }
 

@@ -63,9 +63,12 @@ struct KlParams {
   float temperature = 1.0f;
   float scale = 1.0f;
 };
-// Full vocabulary: teacher_logits [n, V] raw (untempered), no gradient.
+// Full vocabulary: teacher_logits [n, V] raw (untempered), no gradient. With `targets`
+// ([n]), rows whose target is -1 are left out of the mean (on-policy distillation scores
+// only the positions the student generated, not its prompt).
 template <typename T>
-Var kl_divergence(Tape<T>& t, Var student_logits, std::span<const float> teacher_logits, const KlParams& p);
+Var kl_divergence(Tape<T>& t, Var student_logits, std::span<const float> teacher_logits, const KlParams& p,
+                  std::span<const int32_t> targets = {});
 
 // A sparse teacher: per token the k most likely ids and their log-probabilities under the
 // teacher's distribution *at the distillation temperature*. The mass outside the top k,
@@ -85,6 +88,7 @@ struct TopKTeacher {
 TopKTeacher topk_teacher(std::span<const float> logits, int64_t n, int64_t vocab, int64_t k, float temperature);
 // p.temperature must equal teacher.temperature.
 template <typename T>
-Var kl_divergence_topk(Tape<T>& t, Var student_logits, const TopKTeacher& teacher, const KlParams& p);
+Var kl_divergence_topk(Tape<T>& t, Var student_logits, const TopKTeacher& teacher, const KlParams& p,
+                       std::span<const int32_t> targets = {});
 
 }  // namespace squeeze::train

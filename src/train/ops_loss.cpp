@@ -49,6 +49,17 @@ Var kl_loss_output(Tape<T>& t, Var student, const std::vector<T>& per_row, std::
   return loss;
 }
 
+// The rows a KL averages over: those whose target is not -1 (all when `targets` is empty).
+int64_t count_scored_rows(std::span<const int32_t> targets, int64_t n, const char* op) {
+  if (targets.empty()) return n;
+  SQZ_CHECK(static_cast<int64_t>(targets.size()) == n, op, ": ", targets.size(), " targets for ", n, " rows");
+  int64_t count = 0;
+  for (int32_t y : targets) count += y != -1;
+  SQZ_CHECK(count > 0, op, ": every row is masked out");
+  return count;
+}
+bool scored(std::span<const int32_t> targets, int64_t i) { return targets.empty() || targets[static_cast<size_t>(i)] != -1; }
+
 }  // namespace
 
 template <typename T>
@@ -94,15 +105,17 @@ Var cross_entropy(Tape<T>& t, Var logits, std::span<const int32_t> targets) {
 }
 
 template <typename T>
-Var kl_divergence(Tape<T>& t, Var student, std::span<const float> teacher, const KlParams& p) {
+Var kl_divergence(Tape<T>& t, Var student, std::span<const float> teacher, const KlParams& p,
+                  std::span<const int32_t> targets) {
   const int64_t n = t.rows(student), V = t.cols(student);
   SQZ_CHECK(static_cast<int64_t>(teacher.size()) == n * V, "kl_divergence: teacher has ", teacher.size(),
             " logits for [", n, ", ", V, "]");
   SQZ_CHECK(std::isfinite(p.temperature) && p.temperature > 0, "kl_divergence: temperature must be positive");
   SQZ_CHECK(n > 0, "kl_divergence: no tokens");
+  const int64_t count = count_scored_rows(targets, n, "kl_divergence");
   const T tau = static_cast<T>(p.temperature);
   const bool fwd = p.direction == KlDirection::forward;
-  std::vector<T> per_row(static_cast<size_t>(n));
+  std::vector<T> per_row(static_cast<size_t>(n), T(0));
   // Gradient w.r.t. the student's logits, computed with the loss (it needs the same
   // log-probabilities) and applied in backward.
   auto dlogits = std::make_shared<std::vector<T>>(static_cast<size_t>(n * V));
@@ -110,6 +123,7 @@ Var kl_divergence(Tape<T>& t, Var student, std::span<const float> teacher, const
   t.pool().parallel_for(0, n, [&](int64_t r0, int64_t r1) {
     std::vector<T> ls(static_cast<size_t>(V)), lt(static_cast<size_t>(V));
     for (int64_t i = r0; i < r1; ++i) {
+      if (!scored(targets, i)) continue;  // per_row and dlogits stay 0
       log_softmax(x + i * V, V, tau, ls.data());
       log_softmax(teacher.data() + i * V, V, tau, lt.data());
       T kl = 0;
@@ -126,7 +140,7 @@ Var kl_divergence(Tape<T>& t, Var student, std::span<const float> teacher, const
       }
     }
   });
-  return kl_loss_output(t, student, per_row, std::move(dlogits), static_cast<T>(p.scale) / static_cast<T>(n), tau);
+  return kl_loss_output(t, student, per_row, std::move(dlogits), static_cast<T>(p.scale) / static_cast<T>(count), tau);
 }
 
 TopKTeacher topk_teacher(std::span<const float> logits, int64_t n, int64_t V, int64_t k, float temperature) {
@@ -153,7 +167,8 @@ TopKTeacher topk_teacher(std::span<const float> logits, int64_t n, int64_t V, in
 }
 
 template <typename T>
-Var kl_divergence_topk(Tape<T>& t, Var student, const TopKTeacher& teacher, const KlParams& p) {
+Var kl_divergence_topk(Tape<T>& t, Var student, const TopKTeacher& teacher, const KlParams& p,
+                       std::span<const int32_t> targets) {
   const int64_t n = t.rows(student), V = t.cols(student), K = teacher.k;
   SQZ_CHECK(K > 0 && K <= V && teacher.n_tokens() == n && teacher.logprobs.size() == teacher.ids.size(),
             "kl_divergence_topk: teacher holds ", teacher.ids.size(), " ids (k = ", K, ") for ", n,
@@ -161,11 +176,12 @@ Var kl_divergence_topk(Tape<T>& t, Var student, const TopKTeacher& teacher, cons
   SQZ_CHECK(p.temperature == teacher.temperature, "kl_divergence_topk: the teacher's log-probs are at temperature ",
             teacher.temperature, ", the loss asks for ", p.temperature);
   SQZ_CHECK(n > 0, "kl_divergence_topk: no tokens");
+  const int64_t count = count_scored_rows(targets, n, "kl_divergence_topk");
   const T tau = static_cast<T>(p.temperature);
   const bool fwd = p.direction == KlDirection::forward;
   constexpr T kTailFloor = T(1e-12);   // r_T floor (see ops.h)
   constexpr T kLogFloor = T(1e-30);    // keeps log r_S finite if the student's tail underflows
-  std::vector<T> per_row(static_cast<size_t>(n));
+  std::vector<T> per_row(static_cast<size_t>(n), T(0));
   auto dlogits = std::make_shared<std::vector<T>>(static_cast<size_t>(n * V));
   const T* x = t.value(student);
   t.pool().parallel_for(0, n, [&](int64_t r0, int64_t r1) {
@@ -173,6 +189,7 @@ Var kl_divergence_topk(Tape<T>& t, Var student, const TopKTeacher& teacher, cons
     std::vector<int32_t> slot(static_cast<size_t>(V), -1);  // top-k position of each id, −1: tail
     std::vector<T> ge(static_cast<size_t>(K + 1));          // dL/dq_S per event (K ids, tail)
     for (int64_t i = r0; i < r1; ++i) {
+      if (!scored(targets, i)) continue;
       const int32_t* ids = teacher.ids.data() + i * K;
       const float* lpt = teacher.logprobs.data() + i * K;
       log_softmax(x + i * V, V, tau, ls.data());
@@ -218,13 +235,15 @@ Var kl_divergence_topk(Tape<T>& t, Var student, const TopKTeacher& teacher, cons
       for (int64_t e = 0; e < K; ++e) slot[static_cast<size_t>(ids[e])] = -1;
     }
   });
-  return kl_loss_output(t, student, per_row, std::move(dlogits), static_cast<T>(p.scale) / static_cast<T>(n), tau);
+  return kl_loss_output(t, student, per_row, std::move(dlogits), static_cast<T>(p.scale) / static_cast<T>(count), tau);
 }
 
 #define SQZ_TRAIN_INSTANTIATE(T)                                                                   \
   template Var cross_entropy<T>(Tape<T>&, Var, std::span<const int32_t>);                          \
-  template Var kl_divergence<T>(Tape<T>&, Var, std::span<const float>, const KlParams&);           \
-  template Var kl_divergence_topk<T>(Tape<T>&, Var, const TopKTeacher&, const KlParams&);
+  template Var kl_divergence<T>(Tape<T>&, Var, std::span<const float>, const KlParams&,             \
+                                std::span<const int32_t>);                                         \
+  template Var kl_divergence_topk<T>(Tape<T>&, Var, const TopKTeacher&, const KlParams&,           \
+                                     std::span<const int32_t>);
 SQZ_TRAIN_INSTANTIATE(float)
 SQZ_TRAIN_INSTANTIATE(double)
 #undef SQZ_TRAIN_INSTANTIATE

@@ -18,13 +18,6 @@ namespace squeeze::train {
 
 namespace {
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 std::span<const uint8_t> bytes_of(const std::vector<float>& v) {
   return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
 }
@@ -37,6 +30,13 @@ void read_f32_tensor(const gguf::File& f, const std::string& name, std::vector<f
 }
 
 }  // namespace
+
+uint64_t next_random(TrainState& state) {
+  uint64_t z = (state.rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 
 void TrainOptions::validate() const {
   SQZ_CHECK(steps > 0, "training: steps must be positive");
@@ -55,9 +55,9 @@ LossFn cross_entropy_loss() {
 }
 
 Trainer::Trainer(GlimmerModel& model, std::span<const int32_t> train_tokens, std::span<const int32_t> val_tokens,
-                 TrainOptions options, LossFn loss)
+                 TrainOptions options, LossFn loss, BatchFn batches)
     : model_(model), train_(train_tokens), val_(val_tokens), opt_(std::move(options)), loss_(std::move(loss)),
-      adamw_(model, opt_.adamw) {
+      batches_(std::move(batches)), adamw_(model, opt_.adamw) {
   opt_.validate();
   SQZ_CHECK(opt_.seq_len <= model.config().n_ctx, "training: seq_len ", opt_.seq_len, " exceeds the model's context ",
             model.config().n_ctx);
@@ -74,7 +74,7 @@ void Trainer::next_batch(std::vector<int32_t>& inputs, std::vector<int32_t>& tar
   targets.resize(inputs.size());
   for (int64_t b = 0; b < opt_.batch; ++b) {
     if (static_cast<int64_t>(state_.data_pos) + S + 1 > N)  // wrap with a fresh phase: new sequence boundaries
-      state_.data_pos = splitmix64(state_.rng) % static_cast<uint64_t>(S);
+      state_.data_pos = next_random(state_) % static_cast<uint64_t>(S);
     const int32_t* src = train_.data() + state_.data_pos;
     std::copy_n(src, S, inputs.data() + b * S);
     std::copy_n(src + 1, S, targets.data() + b * S);
@@ -127,7 +127,14 @@ void Trainer::run(int64_t until) {
     model_.zero_grad();
     double loss = 0;
     for (int64_t a = 0; a < opt_.accum; ++a) {
-      next_batch(inputs, targets);
+      if (batches_) {
+        batches_(state_, inputs, targets);
+        SQZ_CHECK(inputs.size() == static_cast<size_t>(opt_.batch * opt_.seq_len) && targets.size() == inputs.size(),
+                  "training: the batch source returned ", inputs.size(), " inputs / ", targets.size(), " targets, not ",
+                  opt_.batch * opt_.seq_len);
+      } else {
+        next_batch(inputs, targets);
+      }
       loss += micro_step(inputs, targets);
       tokens += static_cast<int64_t>(inputs.size());
     }

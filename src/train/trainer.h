@@ -46,8 +46,17 @@ LossFn cross_entropy_loss();
 struct TrainState {
   int64_t step = 0;        // optimiser steps done
   uint64_t data_pos = 0;   // next sequence starts here in the training stream
-  uint64_t rng = 0;        // splitmix64 state (data order at each wrap of the stream)
+  uint64_t rng = 0;        // splitmix64 state (data order; on-policy prompts and sampling)
 };
+
+// The next splitmix64 draw from state.rng: every random choice of a run comes from here,
+// so a checkpoint that stores the state resumes the same choices.
+uint64_t next_random(TrainState& state);
+
+// Where micro-batches come from: fills inputs and targets ([batch · seq_len] each, row
+// b·seq_len + s; target -1 = not scored) and advances the state. The default reads the
+// training stream in order; on-policy distillation generates them (train/on_policy.h).
+using BatchFn = std::function<void(TrainState& state, std::vector<int32_t>& inputs, std::vector<int32_t>& targets)>;
 
 struct StepRecord {
   int64_t step = 0;        // 1-based: the step just finished
@@ -60,7 +69,7 @@ struct StepRecord {
 class Trainer {
  public:
   Trainer(GlimmerModel& model, std::span<const int32_t> train_tokens, std::span<const int32_t> val_tokens,
-          TrainOptions options, LossFn loss = cross_entropy_loss());
+          TrainOptions options, LossFn loss = cross_entropy_loss(), BatchFn batches = nullptr);
 
   // Trains until state().step reaches `until` (-1: options.steps).
   void run(int64_t until = -1);
@@ -85,6 +94,7 @@ class Trainer {
   std::span<const int32_t> train_, val_;
   TrainOptions opt_;
   LossFn loss_;
+  BatchFn batches_;
   AdamW adamw_;
   TrainState state_;
   std::vector<StepRecord> history_;

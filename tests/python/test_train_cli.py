@@ -67,7 +67,7 @@ def test_distill_from_a_trained_teacher(tmp_path):
     teacher, student = tmp_path / "t.gguf", tmp_path / "s.gguf"
     assert train(tmp_path, teacher).returncode == 0
     for extra in ([], ["--topk", 8, "--loss", "reverse-kl"]):
-        r = squeeze("distill", "--teacher", teacher, "--student-config", "glimmer-tiny", "--data", tmp_path / "data.txt",
+        r = squeeze("distill", "--teacher", teacher, "--config", "glimmer-tiny", "--data", tmp_path / "data.txt",
                     "--steps", 3, "--out", student, "--batch", 2, "--seq-len", 16, "--no-progress", "-t", 1, *extra)
         assert r.returncode == 0, r.stderr
         g = squeeze("generate", "-m", student, "-p", "The lamp", "-n", 3, "--temp", 0)

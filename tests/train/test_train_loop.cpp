@@ -96,12 +96,17 @@ TEST(TrainLoop, GradientAccumulationEqualsTheLargerBatch) {
   acc.batch = 1, acc.accum = 2;  // the same two sequences, one per micro-batch
   Trainer(a, f.tokens, f.tokens, base).run();
   Trainer(b, f.tokens, f.tokens, acc).run();
-  // Same sequences, same mean: the gradients differ only by float summation order, and
-  // Adam's first step maps g to ~lr·sign(g), so weights agree to ~1e-6 of lr except
-  // where a gradient is ~0 (there sign() is ill-conditioned: allow lr·1e-2 there).
-  for (size_t i = 0; i < a.params().size(); ++i)
-    for (size_t j = 0; j < a.params()[i].value.size(); ++j)
-      ASSERT_NEAR(a.params()[i].value[j], b.params()[i].value[j], 1e-5f) << a.params()[i].name << " " << j;
+  // Same sequences, same mean: the step's gradients (left in .grad after the run) differ
+  // only by float summation order — within 1e-4 of each tensor's largest gradient. (Not
+  // the weights: Adam's first step is lr·g/(|g|+eps), ill-conditioned where g ≈ 0.)
+  for (size_t i = 0; i < a.params().size(); ++i) {
+    const auto& ga = a.params()[i].grad;
+    const auto& gb = b.params()[i].grad;
+    float scale = 0;
+    for (float g : ga) scale = std::max(scale, std::fabs(g));
+    ASSERT_GT(scale, 0.0f) << a.params()[i].name;
+    for (size_t j = 0; j < ga.size(); ++j) ASSERT_NEAR(ga[j], gb[j], 1e-4f * scale) << a.params()[i].name << " " << j;
+  }
 }
 
 TEST(TrainLoop, LearnsARepetitiveText) {

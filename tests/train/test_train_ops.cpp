@@ -309,6 +309,41 @@ TEST(TrainOps, KlTopKIsALowerBoundOfTheFullKl) {
   }
 }
 
+TEST(TrainOps, MaskedKlAveragesOnlyTheScoredRows) {
+  // On-policy distillation masks the prompt rows (target -1): the loss must be the mean
+  // over the kept rows alone, and the masked rows get no gradient.
+  const int64_t n = 5, V = 7;
+  const auto logits = teacher_logits(n, V, 31);
+  const std::vector<int32_t> mask = {-1, 3, -1, 0, 6};
+  const std::vector<int64_t> kept = {1, 3, 4};
+  std::vector<float> kept_logits;
+  for (int64_t r : kept) kept_logits.insert(kept_logits.end(), logits.begin() + r * V, logits.begin() + (r + 1) * V);
+  const auto x = random_inputs({{n, V}}, 12)[0];
+  std::vector<double> kept_x;
+  for (int64_t r : kept) kept_x.insert(kept_x.end(), x.begin() + r * V, x.begin() + (r + 1) * V);
+  const TopKTeacher sparse = topk_teacher(logits, n, V, 3, 1.3f);
+  for (auto dir : {KlDirection::forward, KlDirection::reverse}) {
+    const KlParams p{.direction = dir, .temperature = 1.3f};
+    auto full = [&](auto& t, const std::vector<Var>& v) { return kl_divergence(t, v[0], logits, p, mask); };
+    auto topk = [&](auto& t, const std::vector<Var>& v) { return kl_divergence_topk(t, v[0], sparse, p, mask); };
+    check_gradients({{n, V}}, full);
+    check_gradients({{n, V}}, topk);
+    const auto masked = run<double>({{n, V}}, {x}, Build<double>(full));
+    const auto alone = run<double>({{3, V}}, {kept_x}, Build<double>([&](auto& t, const std::vector<Var>& v) {
+                                     return kl_divergence(t, v[0], kept_logits, p);
+                                   }));
+    EXPECT_NEAR(masked.loss, alone.loss, 1e-12);
+    for (int64_t j = 0; j < V; ++j) {
+      EXPECT_EQ(masked.grads[0][static_cast<size_t>(j)], 0.0);
+      EXPECT_EQ(masked.grads[0][static_cast<size_t>(2 * V + j)], 0.0);
+    }
+  }
+  Tape<double> t;
+  std::vector<double> a(static_cast<size_t>(n * V));
+  const std::vector<int32_t> all_masked(static_cast<size_t>(n), -1);
+  EXPECT_THROW(kl_divergence(t, t.leaf(a, {}, n, V), logits, {}, all_masked), Error);
+}
+
 TEST(TrainOps, BadInputsAreErrors) {
   Tape<float> t;
   std::vector<float> a(6), b(8);
