@@ -28,6 +28,18 @@ std::string loss_kind(const cli::Args& args) {
   return args.has("--loss") ? args.get("--loss") : args.has("--on-policy") ? "reverse-kl" : "kl";
 }
 
+// The steps of this invocation; a resumed run appends to the file of the run it continues.
+void write_loss_csv(const cli::Args& args, const train::Trainer& trainer) {
+  if (!args.has("--loss-csv")) return;
+  const std::string path = args.get("--loss-csv");
+  const bool append = args.has("--resume") && std::ifstream(path).good();
+  std::ofstream csv(path, append ? std::ios::app : std::ios::trunc);
+  if (!append) csv << "step,loss,lr,grad_norm,val_loss\n";
+  for (const auto& r : trainer.history())
+    csv << r.step << ',' << r.loss << ',' << r.lr << ',' << r.grad_norm << ',' << (r.val_loss >= 0 ? std::to_string(r.val_loss) : "") << '\n';
+  SQZ_CHECK(csv.good(), path, ": write failed");
+}
+
 // `train` and `distill` share everything but the objective and where the tokenizer and
 // the student's shape come from.
 int run(int argc, char** argv, bool distill) {
@@ -155,10 +167,6 @@ int run(int argc, char** argv, bool distill) {
   const auto train_tokens = all.first(tokens.size() - n_val);
   const auto val_tokens = args.has("--val-data") ? std::span<const int32_t>(val_file_tokens) : all.last(n_val);
 
-  const auto params = model::count_params(model->config());
-  std::fprintf(stderr, "train: %s, %.2fM parameters, %zu training / %zu validation tokens, %d threads\n",
-               model->config().name.c_str(), params.total / 1e6, train_tokens.size(), val_tokens.size(),
-               default_thread_pool().size());
   train::LossFn loss = train::cross_entropy_loss();
   train::BatchFn batches;
   const std::string scratch = args.get("--out") + ".sampler.tmp";
@@ -177,10 +185,15 @@ int run(int argc, char** argv, bool distill) {
                                          opt.batch, opt.seq_len);
   }
   train::Trainer trainer(*model, train_tokens, val_tokens, opt, std::move(loss), std::move(batches));
+  const auto params = model::count_params(model->config());
+  std::fprintf(stderr, "train: %s, %.2fM parameters, %zu training / %zu validation tokens, %d threads\n",
+               model->config().name.c_str(), params.total / 1e6, train_tokens.size(), val_tokens.size(),
+               default_thread_pool().size());
   if (args.has("--resume")) trainer.load_checkpoint(args.get("--resume"));
   if (stop_after > 0 && stop_after < opt.steps) {
     trainer.run(stop_after);
     std::remove(scratch.c_str());
+    write_loss_csv(args, trainer);
     if (!opt.checkpoint_path.empty()) trainer.save_checkpoint(opt.checkpoint_path);
     std::printf("stopped after step %lld%s\n", static_cast<long long>(stop_after),
                 opt.checkpoint_path.empty() ? "" : (", checkpoint " + opt.checkpoint_path).c_str());
@@ -188,15 +201,9 @@ int run(int argc, char** argv, bool distill) {
   }
   trainer.run();
   std::remove(scratch.c_str());
+  write_loss_csv(args, trainer);
   model->export_gguf(args.get("--out"), model->config().name + " (squeeze train, seed " + std::to_string(seed) + ")");
 
-  if (args.has("--loss-csv")) {
-    std::ofstream csv(args.get("--loss-csv"));
-    csv << "step,loss,lr,grad_norm,val_loss\n";
-    for (const auto& r : trainer.history())
-      csv << r.step << ',' << r.loss << ',' << r.lr << ',' << r.grad_norm << ',' << (r.val_loss >= 0 ? std::to_string(r.val_loss) : "") << '\n';
-    SQZ_CHECK(csv.good(), args.get("--loss-csv"), ": write failed");
-  }
   const auto& h = trainer.history();
   if (!h.empty())
     std::printf("wrote %s: step %lld, train loss %.4f, validation loss %.4f\n", args.get("--out").c_str(),

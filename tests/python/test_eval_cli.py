@@ -94,3 +94,35 @@ def test_bad_inputs(files, tmp_path):
     run("make-model", "--config", "glimmer-tiny", "--vocab", "300", "-o", other)
     r = run("eval", "-m", f32, "-f", text, "--base", other, check=False)
     assert r.returncode != 0 and "vocabulary" in r.stderr
+
+
+VERSES = "\n".join(f"And the keeper of lamp number {i} climbed the stairs and looked over the sea at {w}."
+                   for i, w in zip(range(40), ["dusk", "dawn", "noon", "night"] * 10)) + "\n"
+
+
+def test_tasks_sampled_kl_and_json(files, tmp_path):
+    f32, q8, _ = files
+    text = tmp_path / "verses.txt"
+    text.write_text(VERSES)
+    js = tmp_path / "e.json"
+    out = run("eval", "-m", q8, "-f", text, "--base", f32, "--ctx", "64", "--tasks", "--task-items", "20",
+              "--sampled", "4", "--prompt-len", "8", "--gen-len", "8", "--json", js).stdout
+    assert "task next-word (4-way, chance 25%)" in out and "of 20 |" in out
+    assert "task verse-ending" in out
+    import json
+    d = json.loads(js.read_text())
+    for k in ("perplexity", "top1", "kl", "top1_agreement", "task_next_word", "task_verse_ending",
+              "sampled_reverse_kl", "sampled_base_perplexity"):
+        assert k in d, k
+    assert 0 <= d["task_next_word"] <= 1 and 0 <= d["task_verse_ending"] <= 1
+    assert 0 < d["sampled_reverse_kl"] < 0.05  # Q8_0 against its F32 original, on its own samples
+    assert d["perplexity"] == pytest.approx(metric(out, "perplexity"), rel=1e-4)
+    # against itself: zero, and the same items score the same
+    self_js = tmp_path / "s.json"
+    run("eval", "-m", q8, "-f", text, "--base", q8, "--ctx", "64", "--tasks", "--task-items", "20", "--sampled", "4",
+        "--prompt-len", "8", "--gen-len", "8", "--json", self_js)
+    s = json.loads(self_js.read_text())
+    assert s["sampled_reverse_kl"] == 0.0
+    assert s["task_next_word"] == d["task_next_word"] and s["task_verse_ending"] == d["task_verse_ending"]
+    r = run("eval", "-m", q8, "-f", text, "--sampled", "4", check=False)
+    assert r.returncode != 0 and "--base" in r.stderr and len(r.stderr.strip().splitlines()) == 1

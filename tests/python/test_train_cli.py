@@ -74,3 +74,28 @@ def test_distill_from_a_trained_teacher(tmp_path):
         assert g.returncode == 0, g.stderr
     r = squeeze("distill", "--teacher", teacher, "--data", tmp_path / "data.txt", "--out", student, "--loss", "jsd")
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_on_policy_distillation_resumes_exactly(tmp_path):
+    teacher = tmp_path / "t.gguf"
+    assert train(tmp_path, teacher).returncode == 0
+    common = ["--teacher", teacher, "--init", teacher, "--on-policy", "--data", tmp_path / "data.txt", "--steps", 4,
+              "--batch", 2, "--seq-len", 20, "--prompt-len", 8, "--no-progress", "-t", 1]
+    straight, resumed, ckpt = tmp_path / "a.gguf", tmp_path / "b.gguf", tmp_path / "c.gguf"
+    r = squeeze("distill", *common, "--out", straight, "--loss-csv", tmp_path / "a.csv")
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "a.gguf.sampler.tmp").exists()  # the sampler's scratch file is removed
+    r = squeeze("distill", *common, "--out", tmp_path / "x.gguf", "--checkpoint", ckpt, "--stop-after", 2,
+                "--loss-csv", tmp_path / "b.csv")
+    assert r.returncode == 0, r.stderr
+    r = squeeze("distill", *common[2:], "--teacher", teacher, "--resume", ckpt, "--out", resumed,
+                "--loss-csv", tmp_path / "b.csv")
+    assert r.returncode == 0, r.stderr
+    a, b = weights(straight), weights(resumed)
+    for k in a:  # the same prompts and samples after the resume: the same weights
+        assert np.array_equal(a[k], b[k]), k
+    # the resumed run appended its steps to the interrupted run's loss file
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
+    for bad, needle in (([ "--topk", 4], "--topk"), (["--prompt-len", 20], "prompt length")):
+        r = squeeze("distill", *common, "--out", tmp_path / "y.gguf", *bad)
+        assert r.returncode == 1 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
