@@ -87,9 +87,11 @@ int run(int argc, char** argv, bool distill) {
       .option({"--clip"}, "X", "gradient-norm clip (0: off)", "1.0")
       .option({"--eval-every"}, "N", "steps between validation losses (0: at the end)", "0")
       .option({"--eval-sequences"}, "N", "validation sequences per evaluation", "16")
+      .option({"--order"}, "ORDER", "shuffled (windows in a new random order each epoch) or sequential", "shuffled")
       .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)")
       .option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data", "0.05")
       .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
+      .option({"--name"}, "TEXT", "general.name of the output (default: the config's name, command and seed)")
       .option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)", "0")
       .option({"--seed"}, "N", "seed for the initial weights and the data order", "1")
       .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0")
@@ -116,6 +118,8 @@ int run(int argc, char** argv, bool distill) {
       .eval_every = args.get_int("--eval-every"), .eval_sequences = args.get_int("--eval-sequences"),
       .checkpoint_every = args.get_int("--checkpoint-every"), .checkpoint_path = args.get("--checkpoint"),
       .seed = seed, .progress = !args.has("--no-progress")};
+  SQZ_CHECK(args.get("--order") == "shuffled" || args.get("--order") == "sequential", "--order must be shuffled or sequential");
+  if (args.get("--order") == "sequential") opt.order = train::TrainOptions::Order::sequential;
   if (opt.checkpoint_every == 0 && !opt.checkpoint_path.empty()) opt.checkpoint_every = opt.steps;
   opt.validate();  // before the (slow) tokenizer training
   const int64_t stop_after = args.get_int("--stop-after");
@@ -202,7 +206,10 @@ int run(int argc, char** argv, bool distill) {
   trainer.run();
   std::remove(scratch.c_str());
   write_loss_csv(args, trainer);
-  model->export_gguf(args.get("--out"), model->config().name + " (squeeze train, seed " + std::to_string(seed) + ")");
+  const std::string name = args.has("--name") ? args.get("--name")
+                                             : model->config().name + (distill ? " (squeeze distill" : " (squeeze train") +
+                                                   ", seed " + std::to_string(seed) + ")";
+  model->export_gguf(args.get("--out"), name);
 
   const auto& h = trainer.history();
   if (!h.empty())

@@ -68,17 +68,39 @@ Trainer::Trainer(GlimmerModel& model, std::span<const int32_t> train_tokens, std
   state_.rng = opt_.seed;
 }
 
+uint64_t Trainer::next_window_start() {
+  const uint64_t S = static_cast<uint64_t>(opt_.seq_len), N = train_.size();
+  if (opt_.order == TrainOptions::Order::sequential) {
+    if (state_.data_pos + S + 1 > N)  // wrap with a fresh phase: new sequence boundaries
+      state_.data_pos = next_random(state_) % S;
+    const uint64_t start = state_.data_pos;
+    state_.data_pos += S;
+    return start;
+  }
+  auto windows = [&](uint64_t seed) { return (N - 1 - seed % S) / S; };  // whole windows after the phase
+  if (state_.epoch == 0 || state_.data_pos >= windows(state_.epoch_seed)) {
+    state_.epoch_seed = next_random(state_);
+    ++state_.epoch;
+    state_.data_pos = 0;
+    epoch_order_.clear();
+  }
+  if (epoch_order_.empty()) {  // a new epoch, or the first window after a resume
+    TrainState shuffle{.rng = state_.epoch_seed};
+    epoch_order_.resize(windows(state_.epoch_seed));
+    for (uint32_t i = 0; i < epoch_order_.size(); ++i) epoch_order_[i] = i;
+    for (size_t i = epoch_order_.size(); i > 1; --i) std::swap(epoch_order_[i - 1], epoch_order_[next_random(shuffle) % i]);
+  }
+  return state_.epoch_seed % S + epoch_order_[state_.data_pos++] * S;
+}
+
 void Trainer::next_batch(std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
-  const int64_t S = opt_.seq_len, N = static_cast<int64_t>(train_.size());
+  const int64_t S = opt_.seq_len;
   inputs.resize(static_cast<size_t>(opt_.batch * S));
   targets.resize(inputs.size());
   for (int64_t b = 0; b < opt_.batch; ++b) {
-    if (static_cast<int64_t>(state_.data_pos) + S + 1 > N)  // wrap with a fresh phase: new sequence boundaries
-      state_.data_pos = next_random(state_) % static_cast<uint64_t>(S);
-    const int32_t* src = train_.data() + state_.data_pos;
+    const int32_t* src = train_.data() + next_window_start();
     std::copy_n(src, S, inputs.data() + b * S);
     std::copy_n(src + 1, S, targets.data() + b * S);
-    state_.data_pos += static_cast<uint64_t>(S);
   }
 }
 
@@ -172,6 +194,9 @@ void Trainer::save_checkpoint(const std::string& path) const {
   md.set("train.step", gguf::Value::u64(static_cast<uint64_t>(state_.step)));
   md.set("train.data_pos", gguf::Value::u64(state_.data_pos));
   md.set("train.rng_state", gguf::Value::u64(state_.rng));
+  md.set("train.epoch", gguf::Value::u64(state_.epoch));
+  md.set("train.epoch_seed", gguf::Value::u64(state_.epoch_seed));
+  md.set("train.order", gguf::Value::string(opt_.order == TrainOptions::Order::shuffled ? "shuffled" : "sequential"));
   md.set("train.adam_steps", gguf::Value::u64(static_cast<uint64_t>(adamw_.steps_taken())));
   md.set("train.total_steps", gguf::Value::u64(static_cast<uint64_t>(opt_.steps)));
   auto& self = const_cast<Trainer&>(*this);  // moment accessors are non-const; nothing is modified
@@ -209,6 +234,12 @@ void Trainer::load_checkpoint(const std::string& path) {
   state_.step = static_cast<int64_t>(md.get_u64("train.step"));
   state_.data_pos = md.get_u64("train.data_pos");
   state_.rng = md.get_u64("train.rng_state");
+  state_.epoch = md.get_u64_opt("train.epoch").value_or(0);
+  state_.epoch_seed = md.get_u64_opt("train.epoch_seed").value_or(0);
+  const std::string order = md.get_string_opt("train.order").value_or("sequential");
+  SQZ_CHECK(order == (opt_.order == TrainOptions::Order::shuffled ? "shuffled" : "sequential"), path,
+            ": the checkpoint's data order is ", order, ", this run's differs");
+  epoch_order_.clear();
   adamw_.set_steps_taken(static_cast<int64_t>(md.get_u64("train.adam_steps")));
   SQZ_CHECK(state_.step <= opt_.steps && state_.data_pos < train_.size(), path,
             ": the checkpoint's step or data position does not fit this run");

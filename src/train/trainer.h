@@ -31,6 +31,10 @@ struct TrainOptions {
   int64_t checkpoint_every = 0; // steps between checkpoints (to checkpoint_path); 0: none
   std::string checkpoint_path = "";
   uint64_t seed = 1;            // data order
+  // The training stream is cut into windows of seq_len + 1 tokens at a random phase per
+  // epoch; shuffled visits them in a fresh random order each epoch (every window once),
+  // sequential reads them in stream order (consecutive windows share a micro-batch).
+  enum class Order { shuffled, sequential } order = Order::shuffled;
   bool progress = true;         // draw a progress bar on stderr
 
   void validate() const;
@@ -45,8 +49,10 @@ LossFn cross_entropy_loss();
 // Everything besides weights and moments that a resumed run needs.
 struct TrainState {
   int64_t step = 0;        // optimiser steps done
-  uint64_t data_pos = 0;   // next sequence starts here in the training stream
+  uint64_t data_pos = 0;   // sequential: next window's start in the stream; shuffled: windows of this epoch done
   uint64_t rng = 0;        // splitmix64 state (data order; on-policy prompts and sampling)
+  uint64_t epoch = 0;      // shuffled: epochs begun
+  uint64_t epoch_seed = 0; // shuffled: this epoch's phase and permutation
 };
 
 // The next splitmix64 draw from state.rng: every random choice of a run comes from here,
@@ -88,6 +94,8 @@ class Trainer {
  private:
   // Fills inputs/targets with the next micro-batch and advances the data position.
   void next_batch(std::vector<int32_t>& inputs, std::vector<int32_t>& targets);
+  // The start of the next window in the training stream.
+  uint64_t next_window_start();
   float micro_step(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets);
 
   GlimmerModel& model_;
@@ -97,6 +105,7 @@ class Trainer {
   BatchFn batches_;
   AdamW adamw_;
   TrainState state_;
+  std::vector<uint32_t> epoch_order_;  // shuffled: this epoch's window order (from epoch_seed)
   std::vector<StepRecord> history_;
 };
 

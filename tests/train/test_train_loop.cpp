@@ -2,7 +2,9 @@
 // the loop's learning on a repetitive text, and exact resume from a checkpoint.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
@@ -152,6 +154,55 @@ TEST(TrainLoop, ResumeIsBitIdentical) {
   // The checkpoint is also a model the runtime can load.
   EXPECT_NO_THROW(GlimmerModel::load(ckpt));
   std::filesystem::remove(ckpt);
+}
+
+// The windows (first input token of each sequence) a run of `steps` feeds the loss.
+std::vector<int32_t> window_starts(GlimmerModel& m, std::span<const int32_t> stream, TrainOptions o, int64_t steps,
+                                   const std::string& resume_from = "", const std::string& save_to = "") {
+  std::vector<int32_t> starts;
+  LossFn record = [&starts, S = o.seq_len](Tape<float>& t, Var logits, std::span<const int32_t> in,
+                                           std::span<const int32_t> tg, int64_t) {
+    for (size_t i = 0; i < in.size(); i += static_cast<size_t>(S)) starts.push_back(in[i]);
+    return cross_entropy(t, logits, tg);
+  };
+  Trainer tr(m, stream, stream, o, record);
+  if (!resume_from.empty()) tr.load_checkpoint(resume_from);
+  tr.run(steps);
+  if (!save_to.empty()) tr.save_checkpoint(save_to);
+  return starts;
+}
+
+TEST(TrainLoop, ShuffledOrderVisitsEveryWindowOncePerEpoch) {
+  Fixture f;
+  // A stream of distinct ids, so a window is known by its first token.
+  std::vector<int32_t> stream(241);
+  for (size_t i = 0; i < stream.size(); ++i) stream[i] = static_cast<int32_t>(i + 8);
+  const TrainOptions o{.steps = 20, .batch = 3, .seq_len = 8, .lr = 1e-4f, .min_lr = 1e-5f, .eval_sequences = 1,
+                       .seed = 5, .progress = false};
+  GlimmerModel m = f.model();
+  const auto starts = window_starts(m, stream, o, 20);  // 60 windows: two epochs of 29 or 30
+  const int32_t phase = (starts[0] - 8) % 8;
+  const int64_t windows = (240 - phase) / 8;
+  std::vector<int32_t> epoch1(starts.begin(), starts.begin() + windows);
+  std::sort(epoch1.begin(), epoch1.end());
+  for (size_t k = 0; k < epoch1.size(); ++k) EXPECT_EQ(epoch1[k], 8 + phase + 8 * static_cast<int32_t>(k)) << k;
+  EXPECT_FALSE(std::is_sorted(starts.begin(), starts.begin() + windows)) << "not shuffled";
+  // Resuming mid-epoch continues the same order.
+  GlimmerModel a = f.model(), b = f.model();
+  const std::string ckpt = temp_path("order.gguf");
+  TrainOptions oc = o;
+  const auto first = window_starts(a, stream, oc, 7, "", ckpt);
+  const auto rest = window_starts(b, stream, oc, 20, ckpt);
+  std::remove(ckpt.c_str());
+  std::vector<int32_t> joined = first;
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  EXPECT_EQ(joined, starts);
+  // Sequential: stream order.
+  TrainOptions os = o;
+  os.order = TrainOptions::Order::sequential;
+  GlimmerModel c = f.model();
+  const auto seq = window_starts(c, stream, os, 3);
+  for (size_t k = 0; k < seq.size(); ++k) EXPECT_EQ(seq[k], 8 + 8 * static_cast<int32_t>(k));
 }
 
 TEST(TrainLoop, BadOptionsAndDataAreErrors) {
