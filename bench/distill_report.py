@@ -17,9 +17,18 @@ RUNS = [  # name, what it is, tokens per step
     ("glimmer-kjv-scratch", "student, from scratch (cross-entropy)", 4096),
     ("glimmer-kjv-logit", "student, logit distillation, full vocabulary (forward KL, τ=1)", 4096),
     ("glimmer-kjv-logit-top64", "student, logit distillation, teacher's top-64 (+ tail)", 4096),
-    ("glimmer-kjv-onpolicy", "student, logit distillation to step 160, then on-policy (reverse KL)", 2048),
+    ("glimmer-kjv-onpolicy", "student, logit distillation to step {start}, then on-policy (reverse KL)", 2048),
 ]
 QUANT_TYPES = ["F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "dyn4.5", "dyn5.3"]
+
+
+def on_policy_start(d):
+    """The logit step the on-policy stage started from (glimmer-kjv-logit-at-N.ckpt.gguf)."""
+    for f in os.listdir(d):
+        m = re.match(r"glimmer-kjv-logit-at-(\d+)\.ckpt\.gguf$", f)
+        if m:
+            return int(m.group(1))
+    return 0
 
 
 def load_json(path):
@@ -68,8 +77,9 @@ def models_table(d):
     print("| run | params | steps | train time | test ppl | top-1 | next-word | verse-ending "
           "| KL(teacher‖student) test | top-1 agree | reverse KL on own samples | teacher ppl of own samples |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    rows = [(n, w) for n, w, _ in RUNS]
-    rows.insert(4, ("glimmer-kjv-logit-onpolicy-start", "student, logit distillation stopped at step 160 (on-policy start)"))
+    start = on_policy_start(d)
+    rows = [(n, w.format(start=start)) for n, w, _ in RUNS]
+    rows.insert(4, ("glimmer-kjv-logit-onpolicy-start", f"student, logit distillation stopped at step {start} (on-policy start)"))
     for name, what in rows:
         e = load_json(os.path.join(d, "eval", name + ".json"))
         if e is None:
@@ -78,7 +88,7 @@ def models_table(d):
         secs = read_seconds(d, name)
         steps = loss[-1]["step"] if loss else ""
         if name == "glimmer-kjv-onpolicy" and loss:
-            steps = f"160 + {loss[-1]['step']}"
+            steps = f"{start} + {loss[-1]['step']}"
         print(f"| **{name}** — {what} | {fmt(read_params(d, name), '.2f')}M | {steps} "
               f"| {secs / 60:.1f} min | {e['perplexity']:.2f} | {pct(e['top1'])} | {pct(e.get('task_next_word'))} "
               f"| {pct(e.get('task_verse_ending'))} | {fmt(e.get('kl'), '.4f')} | {pct(e.get('top1_agreement'))} "
@@ -127,8 +137,8 @@ def plot(d, path):
         rows = read_loss(d, name)
         if not rows:
             continue
-        offset = 160 * 4096 if name == "glimmer-kjv-onpolicy" else 0
-        x = [offset + int(r["step"]) * tokens_per_step / 1e6 for r in rows]
+        offset = on_policy_start(d) * 4096 if name == "glimmer-kjv-onpolicy" else 0
+        x = [(offset + int(r["step"]) * tokens_per_step) / 1e6 for r in rows]
         ax1.plot(x, [float(r["loss"]) for r in rows], label=name, lw=1)
         vx = [xx for xx, r in zip(x, rows) if r["val_loss"]]
         ax2.plot(vx, [float(r["val_loss"]) for r in rows if r["val_loss"]], marker="o", ms=3, label=name)

@@ -15,7 +15,6 @@ SQ = os.environ.get("SQUEEZE_BIN", str(ROOT / "build/release/tools/squeeze"))
 DATA = pathlib.Path(os.environ.get("SQUEEZE_DATA", ROOT / "build/data/kjv"))
 STUDENT = ROOT / "models/glimmer-kjv.f16.gguf"
 TEACHER = ROOT / "models/kjv-teacher.q8_0.gguf"
-pytestmark = pytest.mark.skipif(not STUDENT.exists(), reason="TEMPORARY until the models land")
 
 
 def run(*args):
