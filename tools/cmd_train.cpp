@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "train/corpus.h"
 #include "train/distill.h"
+#include "train/teacher_cache.h"
 #include "train/on_policy.h"
 #include "train/trainer.h"
 
@@ -63,6 +64,9 @@ int run(int argc, char** argv, bool distill) {
         .option({"--loss"}, "KIND", "kl (forward KL(teacher||student)) or reverse-kl (default: kl; on-policy: reverse-kl)")
         .option({"--temperature"}, "T", "distillation temperature (default: 2; on-policy: 1)")
         .option({"--topk"}, "K", "use only the teacher's top-k log-probs (0: full vocabulary)", "0")
+        .option({"--teacher-cache"}, "FILE", "--topk: read the teacher's top-k per window from FILE, running the teacher "
+                                             "only on windows it lacks and appending them (created when absent)")
+        .option({"--hard-label-weight"}, "A", "mix (1-A)*KL + A*cross-entropy on the data's next tokens", "0")
         .option({"--init"}, "FILE", "start the student from this GGUF (its shape; default: fresh weights)")
         .flag({"--on-policy"}, "on-policy distillation: train on the student's own continuations of --data prompts")
         .option({"--prompt-len"}, "N", "on-policy: prompt tokens per sequence (the rest of --seq-len is sampled)", "32")
@@ -127,12 +131,18 @@ int run(int argc, char** argv, bool distill) {
   const std::string text = train::read_text_file(args.get("--data"));
   model::ModelConfig config = cli::config_from_args(args);
   std::optional<train::GlimmerModel> teacher;
+  std::optional<train::TeacherTopKCache> teacher_cache;
   if (distill) {
     SQZ_CHECK(!args.get("--teacher").empty(), "missing --teacher T.gguf");
     SQZ_CHECK(!args.has("--tokenizer"), "distill takes the tokenizer from the teacher (no --tokenizer)");
     const std::string kind = loss_kind(args);
     SQZ_CHECK(kind == "kl" || kind == "reverse-kl", "--loss must be kl or reverse-kl");
     SQZ_CHECK(!(args.has("--on-policy") && args.get_int("--topk") > 0), "--on-policy scores the full vocabulary (no --topk)");
+    SQZ_CHECK(!args.has("--teacher-cache") || args.get_int("--topk") > 0, "--teacher-cache stores top-k log-probs: give --topk K");
+    const double hard = args.get_double("--hard-label-weight");
+    SQZ_CHECK(hard >= 0 && hard <= 1, "--hard-label-weight must be in [0, 1]");
+    SQZ_CHECK(!(args.has("--on-policy") && hard != 0),
+              "--on-policy has no data labels to mix in (no --hard-label-weight)");
     teacher.emplace(train::GlimmerModel::load(args.get("--teacher")));
     config.n_vocab = teacher->config().n_vocab;
   }
@@ -180,7 +190,14 @@ int run(int argc, char** argv, bool distill) {
                              .temperature = static_cast<float>(args.has("--temperature") ? args.get_double("--temperature")
                                                                                        : on_policy ? 1.0 : 2.0),
                              .scale = 0.0f};
-    loss = train::distillation_loss(*teacher, {.kl = kl, .topk = args.get_int("--topk")});
+    if (args.has("--teacher-cache"))
+      teacher_cache.emplace(args.get("--teacher-cache"),
+                            train::TeacherCacheKey{.vocab = teacher->config().n_vocab, .k = args.get_int("--topk"),
+                                                   .seq_len = opt.seq_len, .temperature = kl.temperature,
+                                                   .teacher = train::teacher_fingerprint(*teacher)});
+    loss = train::distillation_loss(*teacher, {.kl = kl, .topk = args.get_int("--topk"),
+                                               .cache = teacher_cache ? &*teacher_cache : nullptr,
+                                               .hard_label_weight = args.get_double("--hard-label-weight")});
     if (on_policy)
       batches = train::on_policy_batches(*model, train_tokens,
                                          {.prompt_len = args.get_int("--prompt-len"),
@@ -206,6 +223,10 @@ int run(int argc, char** argv, bool distill) {
   trainer.run();
   std::remove(scratch.c_str());
   write_loss_csv(args, trainer);
+  if (teacher_cache)
+    std::fprintf(stderr, "teacher cache %s: %lld windows; this run read %lld, computed %lld\n",
+                 teacher_cache->path().c_str(), static_cast<long long>(teacher_cache->entries()),
+                 static_cast<long long>(teacher_cache->hits()), static_cast<long long>(teacher_cache->misses()));
   const std::string name = args.has("--name") ? args.get("--name")
                                              : model->config().name + (distill ? " (squeeze distill" : " (squeeze train") +
                                                    ", seed " + std::to_string(seed) + ")";

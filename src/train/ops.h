@@ -18,6 +18,8 @@ template <typename T> Var embedding(Tape<T>& t, Var table, std::span<const int32
 template <typename T> Var matmul_nt(Tape<T>& t, Var x, Var w);
 // y = a + b (same shape).
 template <typename T> Var add(Tape<T>& t, Var a, Var b);
+// y = s · x (mixing losses: distillation's KL with the hard-label cross-entropy).
+template <typename T> Var scale(Tape<T>& t, Var x, double s);
 // Per row: y = x / sqrt(mean(x²) + eps) · w, w [1, E].
 template <typename T> Var rmsnorm(Tape<T>& t, Var x, Var w, float eps);
 // y = silu(gate) · up, elementwise.

@@ -97,6 +97,24 @@ Var add(Tape<T>& t, Var a, Var b) {
 }
 
 template <typename T>
+Var scale(Tape<T>& t, Var x, double s) {
+  const int64_t m = t.size(x);
+  const T k = static_cast<T>(s);
+  Var y = t.output(t.rows(x), t.cols(x), t.needs_grad(x));
+  const T* px = t.value(x);
+  T* py = t.value(y);
+  for (int64_t i = 0; i < m; ++i) py[i] = k * px[i];
+  if (t.needs_grad(y)) {
+    t.on_backward([&t, x, y, m, k] {
+      const T* gy = t.grad(y);
+      T* g = t.grad(x);
+      for (int64_t i = 0; i < m; ++i) g[i] += k * gy[i];
+    });
+  }
+  return y;
+}
+
+template <typename T>
 Var rmsnorm(Tape<T>& t, Var x, Var w, float eps) {
   const int64_t n = t.rows(x), E = t.cols(x);
   SQZ_CHECK(t.size(w) == E, "rmsnorm: weight has ", t.size(w), " values for rows of ", E);
@@ -216,6 +234,7 @@ Var rope(Tape<T>& t, Var x, const RopeSpec& s) {
   template Var embedding<T>(Tape<T>&, Var, std::span<const int32_t>);            \
   template Var matmul_nt<T>(Tape<T>&, Var, Var);                                 \
   template Var add<T>(Tape<T>&, Var, Var);                                       \
+  template Var scale<T>(Tape<T>&, Var, double);                                  \
   template Var rmsnorm<T>(Tape<T>&, Var, Var, float);                            \
   template Var swiglu<T>(Tape<T>&, Var, Var);                                    \
   template Var rope<T>(Tape<T>&, Var, const RopeSpec&);

@@ -99,3 +99,49 @@ def test_on_policy_distillation_resumes_exactly(tmp_path):
     for bad, needle in (([ "--topk", 4], "--topk"), (["--prompt-len", 20], "prompt length")):
         r = squeeze("distill", *common, "--out", tmp_path / "y.gguf", *bad)
         assert r.returncode == 1 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_stored_teacher_top_k(tmp_path):
+    """--teacher-cache: the first run stores the teacher's top-k per window, a second run
+    over the same text reads them all (no teacher forward) and ends on the same weights."""
+    teacher = tmp_path / "t.gguf"
+    assert train(tmp_path, teacher).returncode == 0
+    cache = tmp_path / "teacher.top8"
+    common = ["--teacher", teacher, "--config", "glimmer-tiny", "--data", tmp_path / "data.txt", "--steps", 3,
+              "--batch", 2, "--seq-len", 16, "--topk", 8, "--temperature", 1, "--teacher-cache", cache,
+              "--no-progress", "-t", 1]
+    r = squeeze("distill", *common, "--out", tmp_path / "a.gguf")
+    assert r.returncode == 0, r.stderr
+    assert "read 0, computed 6" in r.stderr, r.stderr
+    size = cache.stat().st_size
+    assert size == 56 + 6 * 16 * (4 + 8 * 6)
+    r = squeeze("distill", *common, "--out", tmp_path / "b.gguf")
+    assert r.returncode == 0, r.stderr
+    assert "read 6, computed 0" in r.stderr, r.stderr
+    assert cache.stat().st_size == size
+    a, b = weights(tmp_path / "a.gguf"), weights(tmp_path / "b.gguf")
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+    # The mix with hard labels trains from the same cache.
+    r = squeeze("distill", *common, "--hard-label-weight", 0.5, "--out", tmp_path / "c.gguf")
+    assert r.returncode == 0 and "computed 0" in r.stderr, r.stderr
+    # Mismatches are one-line errors that leave the cache as it was.
+    before = cache.read_bytes()
+    for bad, needle in ((["--topk", 4], "--topk 4"), (["--seq-len", 8], "--seq-len 8"),
+                        (["--temperature", 2], "temperature"), (["--hard-label-weight", 2], "[0, 1]")):
+        args = list(common)
+        if bad[0] in args:
+            args[args.index(bad[0]) + 1] = bad[1]
+        else:
+            args += bad
+        r = squeeze("distill", *args, "--out", tmp_path / "x.gguf")
+        assert r.returncode == 1 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)
+    r = squeeze("distill", *[a for a in common if a not in ("--topk", 8)], "--out", tmp_path / "x.gguf")
+    assert r.returncode == 1 and "--topk" in r.stderr, r.stderr
+    other = tmp_path / "other.gguf"
+    assert train(tmp_path, other, "--seed", 2).returncode == 0
+    args = list(common)
+    args[1] = other
+    r = squeeze("distill", *args, "--out", tmp_path / "x.gguf")
+    assert r.returncode == 1 and "another teacher" in r.stderr, r.stderr
+    assert cache.read_bytes() == before

@@ -150,6 +150,13 @@ TEST(TrainOps, AddWithSharedInput) {
   check_float_matches_double({{4, 5}, {5, 5}}, b);
 }
 
+TEST(TrainOps, ScaleAndMix) {
+  // 0.3·(x·wᵀ) + x: the shape of a mixed loss (scaled term plus another on the same input).
+  auto b = [](auto& t, const std::vector<Var>& v) { return add(t, scale(t, matmul_nt(t, v[0], v[1]), 0.3), v[0]); };
+  check_gradients({{4, 5}, {5, 5}}, b);
+  check_float_matches_double({{4, 5}, {5, 5}}, b);
+}
+
 TEST(TrainOps, RmsNorm) {
   auto b = [](auto& t, const std::vector<Var>& v) { return rmsnorm(t, v[0], v[1], 1e-5f); };
   check_gradients({{4, 9}, {1, 9}}, b);
