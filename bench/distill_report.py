@@ -16,7 +16,8 @@ RUNS = [  # name, what it is, tokens per step
     ("kjv-teacher", "teacher, from scratch (cross-entropy)", 4096),
     ("glimmer-kjv-scratch", "student, from scratch (cross-entropy)", 4096),
     ("glimmer-kjv-logit", "student, logit distillation, full vocabulary (forward KL, τ=1)", 4096),
-    ("glimmer-kjv-logit-top64", "student, logit distillation, teacher's top-64 (+ tail)", 4096),
+    ("glimmer-kjv-logit-top64", "student, logit distillation, teacher's top-64 (+ tail), stored while training", 4096),
+    ("glimmer-kjv-logit-top64-hard", "student, the stored top-64 read back, mixed 1:1 with the data's cross-entropy", 4096),
     ("glimmer-kjv-onpolicy", "student, logit distillation to step {start}, then on-policy (reverse KL)", 2048),
 ]
 QUANT_TYPES = ["F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "dyn4.5", "dyn5.3"]
@@ -79,7 +80,7 @@ def models_table(d):
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     start = on_policy_start(d)
     rows = [(n, w.format(start=start)) for n, w, _ in RUNS]
-    rows.insert(4, ("glimmer-kjv-logit-onpolicy-start", f"student, logit distillation stopped at step {start} (on-policy start)"))
+    rows.insert(5, ("glimmer-kjv-logit-onpolicy-start", f"student, logit distillation stopped at step {start} (on-policy start)"))
     for name, what in rows:
         e = load_json(os.path.join(d, "eval", name + ".json"))
         if e is None:

@@ -12,6 +12,7 @@ SQUEEZE_APT_PACKAGES=(
   libopenblas-dev
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev
+  libpng-dev
   python3 python3-venv
 )
 

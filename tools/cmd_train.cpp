@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -17,6 +18,7 @@
 #include "model/model.h"
 #include "train/corpus.h"
 #include "train/distill.h"
+#include "train/loss_plot.h"
 #include "train/teacher_cache.h"
 #include "train/on_policy.h"
 #include "train/trainer.h"
@@ -39,6 +41,32 @@ void write_loss_csv(const cli::Args& args, const train::Trainer& trainer) {
   for (const auto& r : trainer.history())
     csv << r.step << ',' << r.loss << ',' << r.lr << ',' << r.grad_norm << ',' << (r.val_loss >= 0 ? std::to_string(r.val_loss) : "") << '\n';
   SQZ_CHECK(csv.good(), path, ": write failed");
+}
+
+// The run's whole loss history for the plot: the loss CSV when there is one (it holds the
+// steps before a --resume too), else this invocation's steps.
+std::vector<train::StepRecord> plot_history(const cli::Args& args, const train::Trainer& trainer) {
+  if (!args.has("--loss-csv")) return trainer.history();
+  std::vector<train::StepRecord> out;
+  std::ifstream csv(args.get("--loss-csv"));
+  std::string line;
+  std::getline(csv, line);  // header
+  while (std::getline(csv, line)) {
+    train::StepRecord r;
+    long long step = 0;
+    float val = -1;
+    const int n = std::sscanf(line.c_str(), "%lld,%f,%f,%lf,%f", &step, &r.loss, &r.lr, &r.grad_norm, &val);
+    if (n < 4) continue;
+    r.step = step, r.val_loss = n == 5 ? val : -1;
+    out.push_back(r);
+  }
+  return out;
+}
+
+void write_plot(const cli::Args& args, const train::Trainer& trainer, const std::string& title) {
+  if (!args.has("--plot")) return;
+  train::write_loss_plot(args.get("--plot"), plot_history(args, trainer), title);
+  std::fprintf(stderr, "wrote the loss plot %s\n", args.get("--plot").c_str());
 }
 
 // `train` and `distill` share everything but the objective and where the tokenizer and
@@ -95,6 +123,7 @@ int run(int argc, char** argv, bool distill) {
       .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)")
       .option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data", "0.05")
       .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
+      .option({"--plot"}, "FILE.png", "draw the loss curve (training and validation) at the end")
       .option({"--name"}, "TEXT", "general.name of the output (default: the config's name, command and seed)")
       .option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)", "0")
       .option({"--seed"}, "N", "seed for the initial weights and the data order", "1")
@@ -126,6 +155,10 @@ int run(int argc, char** argv, bool distill) {
   if (args.get("--order") == "sequential") opt.order = train::TrainOptions::Order::sequential;
   if (opt.checkpoint_every == 0 && !opt.checkpoint_path.empty()) opt.checkpoint_every = opt.steps;
   opt.validate();  // before the (slow) tokenizer training
+  if (args.has("--plot")) {
+    const auto dir = std::filesystem::absolute(args.get("--plot")).parent_path();
+    SQZ_CHECK(std::filesystem::is_directory(dir), args.get("--plot"), ": no directory ", dir.string(), " for the plot");
+  }
   const int64_t stop_after = args.get_int("--stop-after");
   SQZ_CHECK(stop_after >= 0, "--stop-after must not be negative");
   const std::string text = train::read_text_file(args.get("--data"));
@@ -211,11 +244,15 @@ int run(int argc, char** argv, bool distill) {
                model->config().name.c_str(), params.total / 1e6, train_tokens.size(), val_tokens.size(),
                default_thread_pool().size());
   if (args.has("--resume")) trainer.load_checkpoint(args.get("--resume"));
+  const std::string run_name = args.has("--name") ? args.get("--name")
+                                                 : model->config().name + (distill ? " (squeeze distill" : " (squeeze train") +
+                                                       ", seed " + std::to_string(seed) + ")";
   if (stop_after > 0 && stop_after < opt.steps) {
     trainer.run(stop_after);
     std::remove(scratch.c_str());
     write_loss_csv(args, trainer);
     if (!opt.checkpoint_path.empty()) trainer.save_checkpoint(opt.checkpoint_path);
+    write_plot(args, trainer, run_name);
     std::printf("stopped after step %lld%s\n", static_cast<long long>(stop_after),
                 opt.checkpoint_path.empty() ? "" : (", checkpoint " + opt.checkpoint_path).c_str());
     return 0;
@@ -227,10 +264,8 @@ int run(int argc, char** argv, bool distill) {
     std::fprintf(stderr, "teacher cache %s: %lld windows; this run read %lld, computed %lld\n",
                  teacher_cache->path().c_str(), static_cast<long long>(teacher_cache->entries()),
                  static_cast<long long>(teacher_cache->hits()), static_cast<long long>(teacher_cache->misses()));
-  const std::string name = args.has("--name") ? args.get("--name")
-                                             : model->config().name + (distill ? " (squeeze distill" : " (squeeze train") +
-                                                   ", seed " + std::to_string(seed) + ")";
-  model->export_gguf(args.get("--out"), name);
+  model->export_gguf(args.get("--out"), run_name);
+  write_plot(args, trainer, run_name);  // after the model: a plot that fails loses nothing
 
   const auto& h = trainer.history();
   if (!h.empty())

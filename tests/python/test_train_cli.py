@@ -29,10 +29,13 @@ def train(tmp_path, out, *extra):
 
 def test_train_output_generates(tmp_path):
     out = tmp_path / "m.gguf"
-    r = train(tmp_path, out, "--loss-csv", tmp_path / "loss.csv")
+    r = train(tmp_path, out, "--loss-csv", tmp_path / "loss.csv", "--plot", tmp_path / "loss.png")
     assert r.returncode == 0, r.stderr
     assert "validation loss" in r.stdout
     assert len((tmp_path / "loss.csv").read_text().splitlines()) == 5
+    png = (tmp_path / "loss.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    assert int.from_bytes(png[16:20], "big") == 900 and int.from_bytes(png[20:24], "big") == 520
     g = squeeze("generate", "-m", out, "-p", "The lamp", "-n", 4, "--temp", 0)
     assert g.returncode == 0, g.stderr
 
@@ -57,7 +60,8 @@ def test_resume_matches_straight_run(tmp_path):
 def test_bad_input_is_one_line_error(tmp_path):
     for args in (["--data", tmp_path / "missing.txt", "--out", tmp_path / "x.gguf"],
                  ["--data", __file__, "--out", tmp_path / "x.gguf", "--steps", 0],
-                 ["--data", __file__, "--out", tmp_path / "x.gguf", "--config", "nope"]):
+                 ["--data", __file__, "--out", tmp_path / "x.gguf", "--config", "nope"],
+                 ["--data", __file__, "--out", tmp_path / "x.gguf", "--plot", tmp_path / "no" / "p.png"]):
         r = squeeze("train", *args)
         assert r.returncode == 1
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
