@@ -15,34 +15,21 @@
 #include "train/distill.h"
 #include "train/on_policy.h"
 #include "train/trainer.h"
+#include "tiny_corpus.h"
 
 namespace squeeze::train {
 namespace {
-
-constexpr const char* kText =
-    "In the beginning the keeper lit the lamp, and the lamp shone over the sea. "
-    "And the ships saw the light, and the ships came home to the harbour. ";
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("squeeze_onpolicy_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
-struct Fixture {
-  model::ModelConfig config;
-  text::TokenizerData tok;
-  std::vector<int32_t> tokens;
-  Fixture() {
-    config = model::builtin_config("glimmer-tiny");
-    config.n_layer = 4;
-    config.is_local = model::period_pattern(4, 4);
-    config.n_embd = 32, config.n_head = 4, config.n_head_kv = 1, config.head_dim = 8, config.n_ff = 48;
-    config.n_vocab = 300, config.sliding_window = 6, config.n_ctx = 64;
-    tok = train_tokenizer(kText, config.n_vocab);
-    std::string text;
-    for (int i = 0; i < 12; ++i) text += kText;
-    tokens = text::Tokenizer(tok).encode(text, {.add_special = false});
-  }
-  GlimmerModel model(uint64_t seed) const { return GlimmerModel::init(config, tok, {.seed = seed}); }
+struct Fixture : TinyCorpus {
+  Fixture() : TinyCorpus([] {
+    model::ModelConfig c = tiny_glimmer_config(4, 1, 6);
+    c.n_ctx = 64;
+    return c;
+  }()) {}
 };
 
 TEST(OnPolicy, BatchesArePromptsFromTheStreamAndScoredContinuations) {

@@ -16,13 +16,10 @@
 #include "train/distill.h"
 #include "train/teacher_cache.h"
 #include "train/trainer.h"
+#include "tiny_corpus.h"
 
 namespace squeeze::train {
 namespace {
-
-constexpr const char* kText =
-    "In the beginning the keeper lit the lamp, and the lamp shone over the sea. "
-    "And the ships saw the light, and the ships came home to the harbour. ";
 
 std::string temp_path(const std::string& name) {
   const auto p = std::filesystem::temp_directory_path() / ("squeeze_tcache_" + std::to_string(::getpid()) + "_" + name);
@@ -140,22 +137,8 @@ TEST(TeacherCache, DropsAnInterruptedLastEntry) {
   std::filesystem::remove(path);
 }
 
-struct Fixture {
-  model::ModelConfig config;
-  text::TokenizerData tok;
-  std::vector<int32_t> tokens;
-  Fixture() {
-    config = model::builtin_config("glimmer-tiny");
-    config.n_layer = 2;
-    config.is_local = {true, false};
-    config.n_embd = 32, config.n_head = 4, config.n_head_kv = 1, config.head_dim = 8, config.n_ff = 48;
-    config.n_vocab = 300, config.sliding_window = 4;
-    tok = train_tokenizer(kText, config.n_vocab);
-    std::string text;
-    for (int i = 0; i < 12; ++i) text += kText;
-    tokens = text::Tokenizer(tok).encode(text, {.add_special = false});
-  }
-  GlimmerModel model(uint64_t seed) const { return GlimmerModel::init(config, tok, {.seed = seed}); }
+struct Fixture : TinyCorpus {
+  Fixture() : TinyCorpus(tiny_glimmer_config(2, 1, 4)) {}
 };
 
 TEST(TeacherCache, RunReadingTheCacheEqualsTheRunThatFilledIt) {
