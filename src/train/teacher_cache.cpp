@@ -1,6 +1,7 @@
 // train/teacher_cache.cpp — see teacher_cache.h.
 #include "train/teacher_cache.h"
 
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -69,6 +70,7 @@ TeacherTopKCache::TeacherTopKCache(const std::string& path, const TeacherCacheKe
   if (!file_ && errno == ENOENT) {
     file_ = std::fopen(path.c_str(), "w+b");
     SQZ_CHECK(file_, path, ": cannot create the teacher cache (", std::strerror(errno), ")");
+    lock();
     FileHeader h{};
     std::memcpy(h.magic, kMagic, 8);
     h.version = kVersion;
@@ -78,6 +80,7 @@ TeacherTopKCache::TeacherTopKCache(const std::string& path, const TeacherCacheKe
   }
   SQZ_CHECK(file_, path, ": cannot open the teacher cache (", std::strerror(errno), ")");
   try {
+    lock();
     FileHeader h{};
     SQZ_CHECK(std::fread(&h, sizeof h, 1, file_) == 1 && std::memcmp(h.magic, kMagic, 8) == 0,
               path, ": not a squeeze teacher top-k cache");
@@ -110,10 +113,18 @@ TeacherTopKCache::TeacherTopKCache(const std::string& path, const TeacherCacheKe
       index_.emplace(hash_tokens(scratch_tokens_), e);
     }
   } catch (...) {
-    std::fclose(file_);
+    if (file_) std::fclose(file_);
     file_ = nullptr;
     throw;
   }
+}
+
+// Two runs appending to one cache would interleave their entries: one writer at a time.
+void TeacherTopKCache::lock() {
+  if (flock(fileno(file_), LOCK_EX | LOCK_NB) == 0) return;
+  std::fclose(file_);
+  file_ = nullptr;
+  fail(path_, ": the teacher cache is in use by another run");
 }
 
 TeacherTopKCache::~TeacherTopKCache() {

@@ -6,7 +6,7 @@
 // sure), so a cache serves any run over the same text and sequence length whatever its
 // order, seed, batch or student. Entries are appended as they are computed and flushed
 // one by one: an interrupted run loses at most its last, partial entry, which the next
-// open drops. Per position the cache keeps k (int32 id, f16 log-prob) pairs; 6·k bytes,
+// open drops. One run at a time may hold a cache (an exclusive lock). Per position the cache keeps k (int32 id, f16 log-prob) pairs; 6·k bytes,
 // 384 B at k = 64, against 2·V for a dense f16 row.
 //
 // File: header (magic "SQZTOPK1", vocabulary, k, sequence length, temperature, teacher
@@ -63,6 +63,7 @@ class TeacherTopKCache {
   void append(std::span<const int32_t> window, std::span<const int32_t> ids, std::span<const float> logprobs);
 
  private:
+  void lock();
   int64_t entry_bytes() const;
   int64_t find(std::span<const int32_t> window);  // entry index or -1
 

@@ -80,6 +80,7 @@ TEST(TeacherCache, EntriesReadBackAfterReopening) {
     EXPECT_EQ(lp, entries[i].logprobs);  // rounded before storing: exact
   }
   EXPECT_FALSE(c.lookup(entries[4].tokens, ids, lp));
+  EXPECT_NE(error_of([&] { TeacherTopKCache(path, kKey); }).find("in use by another run"), std::string::npos);
   EXPECT_EQ(c.hits(), 4);
   EXPECT_EQ(c.misses(), 1);
   std::filesystem::remove(path);
