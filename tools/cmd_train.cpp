@@ -19,8 +19,8 @@
 #include "train/corpus.h"
 #include "train/distill.h"
 #include "train/loss_plot.h"
-#include "train/teacher_cache.h"
 #include "train/on_policy.h"
+#include "train/teacher_cache.h"
 #include "train/trainer.h"
 
 namespace {

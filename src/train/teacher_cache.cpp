@@ -75,7 +75,13 @@ TeacherTopKCache::TeacherTopKCache(const std::string& path, const TeacherCacheKe
     std::memcpy(h.magic, kMagic, 8);
     h.version = kVersion;
     h.vocab = key.vocab, h.k = key.k, h.seq_len = key.seq_len, h.temperature = key.temperature, h.teacher = key.teacher;
-    SQZ_CHECK(std::fwrite(&h, sizeof h, 1, file_) == 1 && std::fflush(file_) == 0, path, ": cannot write the header");
+    if (std::fwrite(&h, sizeof h, 1, file_) != 1 || std::fflush(file_) != 0) {
+      const int err = errno;
+      std::fclose(file_);
+      file_ = nullptr;
+      std::remove(path.c_str());  // ours, just created: leave no headerless file behind
+      fail(path, ": cannot write the teacher cache's header (", std::strerror(err), ")");
+    }
     return;
   }
   SQZ_CHECK(file_, path, ": cannot open the teacher cache (", std::strerror(errno), ")");
