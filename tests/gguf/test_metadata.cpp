@@ -2,6 +2,7 @@
 // lenient across integer widths when the value fits, an error naming the key otherwise.
 #include <gtest/gtest.h>
 
+#include "common/thrown_message.h"
 #include "core/error.h"
 #include "gguf/json.h"
 #include "gguf/metadata.h"
@@ -9,15 +10,6 @@
 
 namespace squeeze::gguf {
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(GgufMetadata, ValueTypesMatchTheirIds) {
   EXPECT_EQ(Value::u8(1).type(), ValueType::U8);
@@ -46,22 +38,22 @@ TEST(GgufMetadata, IntegerGettersAcceptAnyWidthThatFits) {
   EXPECT_EQ(md.get_i64("b"), 5000000000ll);
   EXPECT_EQ(md.get_i32("c"), -3);
   EXPECT_EQ(md.get_u8("d"), 9);
-  EXPECT_EQ(error_of([&] { md.get_u32("b"); }),
+  EXPECT_EQ(thrown_message([&] { md.get_u32("b"); }),
             "m.gguf: metadata key 'b' has value 5000000000, expected an integer in u32 range");
-  EXPECT_EQ(error_of([&] { md.get_u64("c"); }), "m.gguf: metadata key 'c' has value -3, expected a non-negative integer");
+  EXPECT_EQ(thrown_message([&] { md.get_u64("c"); }), "m.gguf: metadata key 'c' has value -3, expected a non-negative integer");
 }
 
 TEST(GgufMetadata, MissingAndWrongTypeErrorsNameTheKey) {
   Metadata md("m.gguf");
   md.set("name", "x");
   md.set("f", Value::f32(0.5f));
-  EXPECT_EQ(error_of([&] { md.get_u32("llama.block_count"); }), "m.gguf: metadata key 'llama.block_count' is missing");
-  EXPECT_EQ(error_of([&] { md.get_u32("name"); }),
+  EXPECT_EQ(thrown_message([&] { md.get_u32("llama.block_count"); }), "m.gguf: metadata key 'llama.block_count' is missing");
+  EXPECT_EQ(thrown_message([&] { md.get_u32("name"); }),
             "m.gguf: metadata key 'name' has type string, expected an integer in u32 range");
-  EXPECT_EQ(error_of([&] { md.get_string("f"); }), "m.gguf: metadata key 'f' has type f32, expected string");
-  EXPECT_EQ(error_of([&] { md.get_bool("f"); }), "m.gguf: metadata key 'f' has type f32, expected bool");
-  EXPECT_EQ(error_of([&] { md.get_f32("name"); }), "m.gguf: metadata key 'name' has type string, expected f32 or f64");
-  EXPECT_EQ(error_of([&] { md.get_string_array("name"); }),
+  EXPECT_EQ(thrown_message([&] { md.get_string("f"); }), "m.gguf: metadata key 'f' has type f32, expected string");
+  EXPECT_EQ(thrown_message([&] { md.get_bool("f"); }), "m.gguf: metadata key 'f' has type f32, expected bool");
+  EXPECT_EQ(thrown_message([&] { md.get_f32("name"); }), "m.gguf: metadata key 'name' has type string, expected f32 or f64");
+  EXPECT_EQ(thrown_message([&] { md.get_string_array("name"); }),
             "m.gguf: metadata key 'name' has type string, expected an array");
   EXPECT_DOUBLE_EQ(md.get_f64("f"), 0.5);
 }
@@ -92,9 +84,9 @@ TEST(GgufMetadata, ArrayGettersConvertAndNameTheBadItem) {
   EXPECT_EQ(md.get_f32_array("scores"), (std::vector<float>{0.5f, -1.0f}));
   EXPECT_EQ(md.get_i64_array("mixed"), (std::vector<int64_t>{1, int64_t{1} << 40}));
   EXPECT_EQ(md.get_bool_array("swa"), (std::vector<bool>{true, false}));
-  EXPECT_EQ(error_of([&] { md.get_i32_array("mixed"); }),
+  EXPECT_EQ(thrown_message([&] { md.get_i32_array("mixed"); }),
             "m.gguf: metadata key 'mixed' is an array of i64 whose item 1 (1099511627776) is not an integer in i32 range");
-  EXPECT_EQ(error_of([&] { md.get_string_array("types"); }),
+  EXPECT_EQ(thrown_message([&] { md.get_string_array("types"); }),
             "m.gguf: metadata key 'types' is an array of u8 whose item 0 (1) is not a string");
 }
 

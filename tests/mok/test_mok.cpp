@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "common/thrown_message.h"
 #include "core/error.h"
 #include "mok/inproc_transport.h"
 #include "mok/reference.h"
@@ -22,26 +23,17 @@ MoeShape tiny(int R, int K, int E = 8) {
   return MoeShape{.tokens_per_rank = 5, .hidden = 12, .inter = 6, .n_experts = E, .top_k = K, .n_ranks = R};
 }
 
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(MokConfig, RejectsBadShapesWithTheFieldNamed) {
   auto s = tiny(4, 2, 6);
-  EXPECT_NE(message_of([&] { MoeConfig c(s); }).find("divisible by ranks R=4"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { MoeConfig c(s); }).find("divisible by ranks R=4"), std::string::npos);
   s = tiny(2, 9);
-  EXPECT_NE(message_of([&] { MoeConfig c(s); }).find("top-k K=9"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { MoeConfig c(s); }).find("top-k K=9"), std::string::npos);
   s = tiny(2, 2);
   s.hidden = 0;
-  EXPECT_NE(message_of([&] { MoeConfig c(s); }).find("hidden H=0"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { MoeConfig c(s); }).find("hidden H=0"), std::string::npos);
   s = tiny(2, 2);
   s.tokens_per_rank = -1;
-  EXPECT_NE(message_of([&] { MoeConfig c(s); }).find("tokens per rank"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { MoeConfig c(s); }).find("tokens per rank"), std::string::npos);
   EXPECT_NO_THROW(MoeConfig c(tiny(4, 8)));
   EXPECT_GT(MoeConfig(tiny(4, 2)).dispatcher_bytes(), 0u);
 }
@@ -49,11 +41,11 @@ TEST(MokConfig, RejectsBadShapesWithTheFieldNamed) {
 TEST(MokRouting, RejectsOutOfRangeAndRepeatedExperts) {
   MoeConfig cfg(tiny(2, 2));
   Routing r{1, 2, {0, 8}, {0.5f, 0.5f}};
-  EXPECT_NE(message_of([&] { r.validate(cfg); }).find("expert id 8 is outside [0, 8)"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { r.validate(cfg); }).find("expert id 8 is outside [0, 8)"), std::string::npos);
   r.expert = {-1, 2};
-  EXPECT_NE(message_of([&] { r.validate(cfg); }).find("expert id -1"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { r.validate(cfg); }).find("expert id -1"), std::string::npos);
   r.expert = {3, 3};
-  EXPECT_NE(message_of([&] { r.validate(cfg); }).find("chooses expert 3 twice"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { r.validate(cfg); }).find("chooses expert 3 twice"), std::string::npos);
   // The dispatch rejects it before touching any buffer.
   r.expert = {1, 9};
   std::vector<float> x(12);
@@ -200,7 +192,7 @@ TEST(MokRobustness, BarrierNamesTheAbsentRank) {
       2, [&](Transport& t) { if (t.rank() == 0) t.barrier(); }, std::chrono::milliseconds(100));
   ASSERT_TRUE(errors[0]);
   EXPECT_FALSE(errors[1]);
-  EXPECT_NE(message_of([&] { std::rethrow_exception(errors[0]); }).find("rank 1 did not arrive"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { std::rethrow_exception(errors[0]); }).find("rank 1 did not arrive"), std::string::npos);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <random>
 #include <unistd.h>
 
+#include "common/thrown_message.h"
 #include "core/error.h"
 #include "text/tokenizer.h"
 #include "train/corpus.h"
@@ -45,16 +46,6 @@ Entry random_entry(std::mt19937& rng, int64_t S, int64_t k, int64_t V) {
 
 constexpr TeacherCacheKey kKey{.vocab = 300, .k = 8, .seq_len = 12, .temperature = 1.0f, .teacher = 0xfeed};
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(TeacherCache, EntriesReadBackAfterReopening) {
   const std::string path = temp_path("roundtrip.bin");
   std::mt19937 rng(11);
@@ -80,7 +71,7 @@ TEST(TeacherCache, EntriesReadBackAfterReopening) {
     EXPECT_EQ(lp, entries[i].logprobs);  // rounded before storing: exact
   }
   EXPECT_FALSE(c.lookup(entries[4].tokens, ids, lp));
-  EXPECT_NE(error_of([&] { TeacherTopKCache(path, kKey); }).find("in use by another run"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { TeacherTopKCache(path, kKey); }).find("in use by another run"), std::string::npos);
   EXPECT_EQ(c.hits(), 4);
   EXPECT_EQ(c.misses(), 1);
   std::filesystem::remove(path);
@@ -94,18 +85,18 @@ TEST(TeacherCache, RefusesWhatItWasNotWrittenFor) {
     change(k);
     return k;
   };
-  EXPECT_NE(error_of([&] { TeacherTopKCache(path, with([](auto& k) { k.k = 16; })); }).find("--topk 16"), std::string::npos);
-  EXPECT_NE(error_of([&] { TeacherTopKCache(path, with([](auto& k) { k.seq_len = 13; })); }).find("--seq-len 13"),
+  EXPECT_NE(thrown_message([&] { TeacherTopKCache(path, with([](auto& k) { k.k = 16; })); }).find("--topk 16"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { TeacherTopKCache(path, with([](auto& k) { k.seq_len = 13; })); }).find("--seq-len 13"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { TeacherTopKCache(path, with([](auto& k) { k.temperature = 2; })); }).find("temperature"),
+  EXPECT_NE(thrown_message([&] { TeacherTopKCache(path, with([](auto& k) { k.temperature = 2; })); }).find("temperature"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { TeacherTopKCache(path, with([](auto& k) { k.vocab = 301; })); }).find("vocabulary"),
+  EXPECT_NE(thrown_message([&] { TeacherTopKCache(path, with([](auto& k) { k.vocab = 301; })); }).find("vocabulary"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { TeacherTopKCache(path, with([](auto& k) { k.teacher = 1; })); }).find("another teacher"),
+  EXPECT_NE(thrown_message([&] { TeacherTopKCache(path, with([](auto& k) { k.teacher = 1; })); }).find("another teacher"),
             std::string::npos);
   const std::string other = temp_path("not-a-cache.txt");
   std::ofstream(other) << "And the ships came home to the harbour, every one of them, at evening.\n";
-  EXPECT_NE(error_of([&] { TeacherTopKCache(other, kKey); }).find("not a squeeze teacher top-k cache"), std::string::npos);
+  EXPECT_NE(thrown_message([&] { TeacherTopKCache(other, kKey); }).find("not a squeeze teacher top-k cache"), std::string::npos);
   std::ifstream in(other);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}),
             "And the ships came home to the harbour, every one of them, at evening.\n");  // untouched
