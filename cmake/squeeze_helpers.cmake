@@ -1,7 +1,7 @@
 # Helpers shared by every component's CMakeLists.
 
 # squeeze_isa_sources(<isa> <files...>): compile these translation units for one ISA.
-# ISA variants live in their own files (STYLE.md §8); the dispatcher picks one at
+# ISA variants live in their own files; the dispatcher picks one at
 # start-up from CPU feature detection, so the rest of the build stays baseline x86-64.
 function(squeeze_isa_sources isa)
   if(isa STREQUAL "avx2")

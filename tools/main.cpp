@@ -16,7 +16,7 @@ std::map<std::string, CommandInfo>& command_registry() {
 namespace {
 void print_help() {
   std::printf(
-      "squeeze — Glimmer (long-context multimodal inference) and MoK (MoE dispatch/combine)\n\n"
+      "squeeze — Glimmer (long-context inference) and MoK (MoE dispatch/combine)\n\n"
       "usage: squeeze <command> [options]   (squeeze <command> --help for each)\n\ncommands:\n");
   for (const auto& [name, info] : squeeze::cli::command_registry())
     std::printf("  %-12s %s\n", name.c_str(), info.summary.c_str());

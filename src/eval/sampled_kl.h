@@ -1,7 +1,7 @@
 // eval/sampled_kl.h — how far a model is from a reference on the model's *own* text:
 // the model continues prompts by sampling, and at every generated position the per-token
 // reverse KL(model ‖ reference) is measured (the quantity on-policy distillation
-// minimises, SPEC.md §2.6), with the reference's negative log-likelihood of the samples.
+// minimises), with the reference's negative log-likelihood of the samples.
 #pragma once
 
 #include <cstdint>

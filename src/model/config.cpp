@@ -130,7 +130,7 @@ std::vector<std::string> builtin_config_names() {
 
 ModelConfig builtin_config(std::string_view name) {
   if (name == "glimmer-30b") {
-    // SPEC.md §1: 52 layers, 6656 hidden, 32/2 heads of 128, window 2048, 128K context;
+    // Glimmer-30B as published: 52 layers, 6656 hidden, 32/2 heads of 128, window 2048, 128K context;
     // assumed there: SwiGLU 24576, vocabulary 131072, untied output (30.28B parameters).
     return glimmer("glimmer-30b", 52, 6656, 32, 2, 128, 24576, 131072, 2048, 131072);
   }

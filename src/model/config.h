@@ -1,6 +1,6 @@
 // model/config.h — the architecture of a Glimmer- or llama-family model: shapes, RoPE,
 // the local/global layer pattern; validation, parameter counts, tensor shapes, and the
-// built-in named configs (glimmer-30b is SPEC.md §1's reference shape).
+// built-in named configs (glimmer-30b is the published Glimmer-30B shape).
 //
 // The GGUF loader fills a ModelConfig from metadata (`glimmer.*` / `llama.*` keys) and
 // checks each tensor against weight_tensors(); the planner sizes memory from it.
@@ -74,7 +74,7 @@ struct ParamCount {
 };
 ParamCount count_params(const ModelConfig& c);
 
-// Built-in configs: "glimmer-30b" (SPEC.md §1), "glimmer-1b", "glimmer-tiny" (tests:
+// Built-in configs: "glimmer-30b" (the published shape), "glimmer-1b", "glimmer-tiny" (tests:
 // window 16 < typical prompts, GQA 2), "llama-1b" (TinyLlama-1.1B's shape, all global).
 ModelConfig builtin_config(std::string_view name);  // error listing the names if unknown
 std::vector<std::string> builtin_config_names();

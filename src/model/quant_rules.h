@@ -2,7 +2,7 @@
 // Q5_K_M, ...): one definition shared by the memory planner's estimate and `squeeze
 // quantize` (and its --dry-run), so a plan and a written file cannot disagree.
 //
-// Rules (llama.cpp's llama_tensor_get_type as summarised in reference/llamacpp.md):
+// Rules (the choices of llama.cpp's llama_tensor_get_type):
 //  - 1-D tensors and *_norm weights stay F32;
 //  - the output head (token_embd when the output is tied) gets the preset's output type
 //    (Q6_K for the 4/5/6-bit presets and Q4_0; the type itself for Q8_0/F16/BF16/F32);

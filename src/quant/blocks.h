@@ -1,6 +1,5 @@
 // quant/blocks.h — the GGUF block layouts squeeze computes with, byte for byte as the
-// GGUF ecosystem stores them (ggml-common.h is the format's definition; see
-// shared/reference/llamacpp.md §b). All fields little-endian; fp16 fields are IEEE half
+// GGUF ecosystem stores them (ggml-common.h in ggml is the format's definition). All fields little-endian; fp16 fields are IEEE half
 // bit patterns. The static_asserts pin each size to gguf/ggml_type.cpp's geometry.
 #pragma once
 

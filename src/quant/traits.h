@@ -1,4 +1,4 @@
-// quant/traits.h — one table of kernels per GGUF weight type (STYLE.md §7), per ISA.
+// quant/traits.h — one table of kernels per GGUF weight type, per ISA.
 //
 // The table is what the file reader, the quantizer and the matmul consult: block
 // geometry, dequantize, reference quantize (optionally importance-weighted), the dot

@@ -1,6 +1,6 @@
 // train/distill.h — logit distillation objectives for the Trainer: the student learns
 // the frozen teacher's whole next-token distribution on the same inputs (KL at a
-// temperature, full vocabulary or the teacher's top-k; SPEC.md §2.6).
+// temperature, full vocabulary or the teacher's top-k).
 #pragma once
 
 #include "train/glimmer_model.h"

@@ -1,4 +1,4 @@
-// train/on_policy.h — the batches of on-policy distillation (SPEC.md §2.6, GKD): the
+// train/on_policy.h — the batches of on-policy distillation (GKD): the
 // student itself continues prompts drawn from a prompt stream, sampling at a temperature,
 // and the training sequence is prompt + continuation with only the continuation scored.
 // The loss (distillation_loss with reverse KL) then asks the teacher about exactly the

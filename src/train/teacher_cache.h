@@ -1,6 +1,6 @@
 // train/teacher_cache.h — the teacher's top-k log-probabilities stored on disk, per
 // training window, so that distillation runs over the same text pay the teacher's
-// forward pass once (SPEC.md §2.6: teacher logits stored as top-k sparse).
+// forward pass once (teacher logits stored as sparse top-k).
 //
 // A window is found by its tokens (a hash to find it, the stored tokens compared to be
 // sure), so a cache serves any run over the same text and sequence length whatever its

@@ -1,5 +1,5 @@
 // tests/model/test_memory_plan.cpp — ModelConfig (validation, layer patterns, parameter
-// counts, tensor shapes) and the memory planner, checked against SPEC.md §1's figures.
+// counts, tensor shapes) and the memory planner, checked against Glimmer-30B's published figures.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,7 +41,7 @@ TEST(ModelConfig, Glimmer30bMatchesSpec) {
   EXPECT_EQ(c.q_dim(), 4096);  // "Q projection is 6656 → 4096"
   EXPECT_EQ(c.kv_dim(), 256);  // "K and V are 6656 → 256 each"
   const ParamCount p = count_params(c);
-  // SPEC: 57.9M attention + 490.7M FFN parameters per layer, 30.28B in all.
+  // Published: 57.9M attention + 490.7M FFN parameters per layer, 30.28B in all.
   EXPECT_EQ(std::round(p.attention_per_layer / 1e5), 579);
   EXPECT_EQ(std::round(p.ffn_per_layer / 1e5), 4907);
   EXPECT_EQ(std::round(p.total / 1e7), 3028);
@@ -134,7 +134,7 @@ TEST(MemoryPlan, SpecKvFigures) {
 
 TEST(MemoryPlan, SpecWeightFigures) {
   const ModelConfig c = builtin_config("glimmer-30b");
-  // SPEC: 30.28B at Q4_K_M (~4.85 bpw) = 18.4 GB = 17.1 GiB; here the bpw comes out of
+  // Published: 30.28B at Q4_K_M (~4.85 bpw) = 18.4 GB = 17.1 GiB; here the bpw comes out of
   // the per-tensor rules (26 "more bits" layers' attn_v/ffn_down and the output at Q6_K).
   const WeightEstimate q4km = estimate_weights(c, "Q4_K_M");
   EXPECT_EQ(std::round(q4km.bpw * 100), 485);
@@ -142,7 +142,7 @@ TEST(MemoryPlan, SpecWeightFigures) {
   EXPECT_EQ(std::round(q4km.bytes / kGiB * 10), 171);
   EXPECT_NE(q4km.description.find("53 x Q6_K"), std::string::npos) << q4km.description;  // 26·2 + output
   // Pure-Q4_K "small" mix ~4.55 bpw: 17.2 GB; a dynamic mix at 5.3 bpw: 20.1 GB.
-  // SPEC's figure is 30.28B × 4.55 / 8; our Q4_K_S (Q4_K, output Q6_K) is 4.56 bpw, 17.25 GB.
+  // The published figure is 30.28B × 4.55 / 8; our Q4_K_S (Q4_K, output Q6_K) is 4.56 bpw, 17.25 GB.
   EXPECT_EQ(std::round(estimate_weights(c, "4.55").bytes / 1e8), 172);
   EXPECT_NEAR(estimate_weights(c, "Q4_K_S").bytes / 1e9, 17.2, 0.1);
   EXPECT_EQ(std::round(estimate_weights(c, "5.3").bytes / 1e8), 201);

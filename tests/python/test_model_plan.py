@@ -1,4 +1,4 @@
-"""tests/python/test_model_plan.py — `squeeze plan`: SPEC.md §1's figures for
+"""tests/python/test_model_plan.py — `squeeze plan`: Glimmer-30B's published figures for
 glimmer-30b at 131072 tokens (bf16 KV: 6.5 GiB all-global, 1.7 GiB hybrid, 16x for 32 KV
 heads; Q4_K_M weights about 17 GiB), and one-line errors for bad input."""
 import os
