@@ -32,7 +32,8 @@ int run_plan(int argc, char** argv) {
   if (args.positional().size() > 1) squeeze::fail("plan: one CONFIG expected, got ", args.positional().size());
   PlanParams p;
   try {  // before reading any file; the error names the option
-    } catch (const squeeze::Error& e) {
+    p.device_bytes = parse_byte_size(args.get("--device"));
+  } catch (const squeeze::Error& e) {
     throw e.with_context("--device");
   }
   // A GGUF file: the config from its metadata and the exact bytes of its tensors.
@@ -49,7 +50,6 @@ int run_plan(int argc, char** argv) {
   p.n_ctx = args.has("--ctx") ? args.get_int("--ctx") : 0;
   p.weight_type = args.get("--type");
   p.kv_type = kv_type_from_name(args.get("--kv"));
-  p.device_bytes = parse_byte_size(args.get("--device"));
   p.local_headroom = args.get_int("--headroom");
   p.batch = args.get_int("--batch");
   const MemoryPlan plan = plan_memory(config, p);
