@@ -23,16 +23,10 @@ using Clock = std::chrono::steady_clock;
 std::vector<int64_t> int_list(const std::string& s, const char* flag) {
   std::vector<int64_t> out;
   std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(item, &used);
-      if (used != item.size() || v < 0) throw std::invalid_argument(item);
-      out.push_back(v);
-    } catch (...) {
-      squeeze::fail("bench: ", flag, " expects comma-separated non-negative integers, got '", s, "'");
-    }
-  }
+  // Each item through the same checked routine as any numeric option.
+  for (std::string item; std::getline(ss, item, ',');)
+    out.push_back(squeeze::cli::parse_int(flag, item, {0, squeeze::cli::kMaxTokens}));
+  SQZ_CHECK(!out.empty(), flag, ": expected comma-separated non-negative integers, got '", s, "'");
   return out;
 }
 
@@ -57,22 +51,21 @@ int run_bench(int argc, char** argv) {
       .option({"-p", "--n-prompt"}, "LIST", "prompt lengths, comma-separated (0: skip)", "512")
       .option({"-n", "--n-gen"}, "LIST", "generation lengths, comma-separated (0: skip)", "128")
       .option({"-d", "--depth"}, "LIST", "context depths prefilled before each test", "0")
-      .option({"-r", "--repetitions"}, "N", "repetitions of each test", "3")
-      .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0")
-      .option({"-b", "--batch"}, "N", "prefill batch size", "512")
+      .int_option({"-r", "--repetitions"}, "N", "repetitions of each test", {1, 1000000}, "3")
+      .threads_option()
+      .int_option({"-b", "--batch"}, "N", "prefill batch size", {1, squeeze::cli::kMaxBatch}, "512")
       .option({"--kv"}, "TYPE", "KV cache type: f16 or f32", "f16")
       .flag({"--csv"}, "print CSV rows instead of a table");
   if (!args.parse(argc, argv)) return 0;
+  const auto prompts = int_list(args.get("--n-prompt"), "-p/--n-prompt");
+  const auto gens = int_list(args.get("--n-gen"), "-n/--n-gen");
+  const auto depths = int_list(args.get("--depth"), "-d/--depth");
   const std::string path = args.get("--model");
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
-  const auto prompts = int_list(args.get("--n-prompt"), "-p");
-  const auto gens = int_list(args.get("--n-gen"), "-n");
-  const auto depths = int_list(args.get("--depth"), "-d");
   const int64_t reps = args.get_int("--repetitions");
-  SQZ_CHECK(reps >= 1, "bench: -r must be >= 1");
   const std::string kv = args.get("--kv");
   SQZ_CHECK(kv == "f16" || kv == "f32", "--kv must be f16 or f32");
-  squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
+  squeeze::set_default_thread_count(args.get_int32("--threads"));
   const auto model = squeeze::model::Model::load(path);
   const auto& c = model->config();
 

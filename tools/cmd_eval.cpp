@@ -18,6 +18,7 @@
 #include "eval/choice_tasks.h"
 #include "eval/log_probs.h"
 #include "eval/sampled_kl.h"
+#include "gguf/atomic_file.h"
 #include "model/model.h"
 #include "model/session.h"
 
@@ -45,27 +46,27 @@ int run_eval(int argc, char** argv) {
   args.option({"-m", "--model"}, "FILE", "the model to evaluate")
       .option({"-f", "--file"}, "TEXT", "held-out text (UTF-8)")
       .option({"--base"}, "FILE", "a reference model with the same vocabulary")
-      .option({"--ctx"}, "N", "tokens per scored window", "256")
-      .option({"--chunks"}, "N", "score at most N windows (0: all)", "0")
+      .int_option({"--ctx"}, "N", "tokens per scored window", {2, squeeze::cli::kMaxTokens}, "256")
+      .int_option({"--chunks"}, "N", "score at most N windows (0: all)", {0, squeeze::cli::kMaxTokens}, "0")
       .flag({"--tasks"}, "also score the next-word and verse-ending 4-way choice tasks on the text")
-      .option({"--task-items"}, "N", "items per task", "300")
-      .option({"--sampled"}, "N", "with --base: reverse KL(model || base) on N continuations the model samples", "0")
-      .option({"--prompt-len"}, "N", "--sampled: prompt tokens taken from the text", "32")
-      .option({"--gen-len"}, "N", "--sampled: tokens the model samples per prompt", "32")
-      .option({"--seed"}, "N", "seed of the task items and the sampling", "1")
+      .int_option({"--task-items"}, "N", "items per task", {1, 1 << 24}, "300")
+      .int_option({"--sampled"}, "N", "with --base: reverse KL(model || base) on N continuations the model samples",
+                  {0, 1 << 24}, "0")
+      .int_option({"--prompt-len"}, "N", "--sampled: prompt tokens taken from the text", {1, squeeze::cli::kMaxTokens}, "32")
+      .int_option({"--gen-len"}, "N", "--sampled: tokens the model samples per prompt", {1, squeeze::cli::kMaxTokens}, "32")
+      .int_option({"--seed"}, "N", "seed of the task items and the sampling", {0, squeeze::cli::kMaxSeed}, "1")
       .option({"--json"}, "FILE", "also write the numbers as one JSON object")
-      .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0");
+      .threads_option();
   if (!args.parse(argc, argv)) return 0;
   const std::string model_path = args.get("--model"), text_path = args.get("--file");
   SQZ_CHECK(!model_path.empty(), "missing -m MODEL.gguf");
   SQZ_CHECK(!text_path.empty(), "missing -f TEXT.txt");
   const int64_t ctx = args.get_int("--ctx"), max_chunks = args.get_int("--chunks");
-  SQZ_CHECK(ctx >= 2, "--ctx must be at least 2");
-  SQZ_CHECK(max_chunks >= 0, "--chunks must be >= 0");
   const int64_t n_sampled = args.get_int("--sampled");
-  SQZ_CHECK(n_sampled >= 0, "--sampled must be >= 0");
   SQZ_CHECK(n_sampled == 0 || args.has("--base"), "--sampled needs --base (the reference model)");
-  squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
+  squeeze::set_default_thread_count(args.get_int32("--threads"));
+  const squeeze::gguf::DeclaredInputs inputs({model_path, text_path, args.get("--base")});
+  if (args.has("--json")) squeeze::gguf::check_output_path(args.get("--json"));  // before minutes of scoring
 
   std::ifstream in(text_path, std::ios::binary);
   if (!in) squeeze::fail(text_path, ": cannot open");
@@ -164,15 +165,13 @@ int run_eval(int argc, char** argv) {
                              {"sampled_model_perplexity", std::exp(r.model_nll)}});
   }
   if (args.has("--json")) {
-    std::ofstream out(args.get("--json"));
-    out << "{";
+    std::string out = "{";
     for (size_t i = 0; i < json.size(); ++i) {
       char num[64];
       std::snprintf(num, sizeof num, "%.9g", json[i].second);
-      out << (i ? ", " : "") << '"' << json[i].first << "\": " << num;
+      out += std::string(i ? ", " : "") + '"' + json[i].first + "\": " + num;
     }
-    out << "}\n";
-    SQZ_CHECK(out.good(), args.get("--json"), ": write failed");
+    squeeze::gguf::write_file_atomically(args.get("--json"), out + "}\n");
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "gguf/file_identity.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "npy.h"
@@ -26,21 +27,22 @@ void emit(const std::string& text) {
 }
 
 int run_generate(int argc, char** argv) {
+  using namespace squeeze::cli;
   squeeze::cli::Args args("generate", "generate -m MODEL.gguf -p PROMPT [options]",
                           "Run a prompt through a model and stream the continuation. Ends with a timing\n"
                           "line: prompt tokens/s, generation tokens/s and the KV cache's bytes.");
   args.option({"-m", "--model"}, "FILE", "GGUF model")
       .option({"-p", "--prompt"}, "TEXT", "prompt text")
-      .option({"-n", "--n-predict"}, "N", "tokens to generate", "64")
-      .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0")
-      .option({"--ctx"}, "N", "context length (0: the model's)", "0")
-      .option({"--batch"}, "N", "prefill batch size", "64")
-      .option({"--temp"}, "T", "temperature (0: greedy)", "0.8")
-      .option({"--top-k"}, "K", "top-k (0: off)", "40")
-      .option({"--top-p"}, "P", "top-p (1: off)", "0.95")
-      .option({"--min-p"}, "P", "min-p (0: off)", "0.05")
-      .option({"--repeat-penalty"}, "X", "repetition penalty (1: off)", "1.0")
-      .option({"--seed"}, "N", "sampling seed", "0")
+      .int_option({"-n", "--n-predict"}, "N", "tokens to generate", {0, kMaxTokens}, "64")
+      .threads_option()
+      .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
+      .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
+      .real_option({"--temp"}, "T", "temperature (0: greedy)", {.min = 0}, "0.8")
+      .int_option({"--top-k"}, "K", "top-k (0: off)", {0, std::numeric_limits<int32_t>::max()}, "40")
+      .real_option({"--top-p"}, "P", "top-p (1: off)", {.min = 0, .max = 1, .min_open = true}, "0.95")
+      .real_option({"--min-p"}, "P", "min-p (0: off)", {.min = 0, .max = 1}, "0.05")
+      .real_option({"--repeat-penalty"}, "X", "repetition penalty (1: off)", {.min = 0, .min_open = true}, "1.0")
+      .int_option({"--seed"}, "N", "sampling seed", {0, kMaxSeed}, "0")
       .option({"--stop"}, "TEXT", "stop when this text is generated")
       .option({"--kv"}, "TYPE", "KV cache type: f16 or f32", "f16")
       .option({"--dump"}, "DIR", "write every intermediate of the prompt's forward pass and its logits as .npy")
@@ -49,7 +51,8 @@ int run_generate(int argc, char** argv) {
   const std::string path = args.get("--model");
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
   SQZ_CHECK(args.has("--prompt"), "missing -p PROMPT");
-  squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
+  const squeeze::gguf::DeclaredInputs inputs({path});  // --dump files never replace it
+  squeeze::set_default_thread_count(args.get_int32("--threads"));
 
   const auto model = squeeze::model::Model::load(path);
   const std::string kv = args.get("--kv");
@@ -61,7 +64,6 @@ int run_generate(int argc, char** argv) {
   const std::vector<int32_t> prompt = tok.encode(args.get("--prompt"));
   SQZ_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
   const int64_t n_predict = args.get_int("--n-predict");
-  SQZ_CHECK(n_predict >= 0, "-n must be >= 0");
   if (static_cast<int64_t>(prompt.size()) >= session.n_ctx())
     squeeze::fail("the prompt has ", prompt.size(), " tokens, which does not fit the context of ", session.n_ctx());
 
@@ -76,7 +78,7 @@ int run_generate(int argc, char** argv) {
   }
 
   squeeze::text::Sampler sampler({.temperature = static_cast<float>(args.get_double("--temp")),
-                                  .top_k = static_cast<int32_t>(args.get_int("--top-k")),
+                                  .top_k = args.get_int32("--top-k"),
                                   .top_p = static_cast<float>(args.get_double("--top-p")),
                                   .min_p = static_cast<float>(args.get_double("--min-p")),
                                   .repeat_penalty = static_cast<float>(args.get_double("--repeat-penalty")),

@@ -8,6 +8,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "gguf/file_identity.h"
 #include "model/model.h"
 #include "quant/imatrix.h"
 #include "quantize/imatrix_collect.h"
@@ -23,16 +24,20 @@ int run_imatrix(int argc, char** argv) {
   args.option({"-m", "--model"}, "FILE", "GGUF model")
       .option({"-f", "--file"}, "TEXT", "calibration text file")
       .option({"-o", "--output"}, "FILE", "output imatrix GGUF")
-      .option({"--chunk"}, "N", "tokens per chunk (each a fresh context)", "512")
-      .option({"--chunks"}, "N", "most chunks to process (0: all)", "0")
-      .option({"--batch"}, "N", "prefill batch size", "64")
+      .int_option({"--chunk"}, "N", "tokens per chunk (each a fresh context)", {2, squeeze::cli::kMaxTokens}, "512")
+      .int_option({"--chunks"}, "N", "most chunks to process (0: all)", {0, squeeze::cli::kMaxTokens}, "0")
+      .int_option({"--batch"}, "N", "prefill batch size", {1, squeeze::cli::kMaxBatch}, "64")
       .option({"--merge"}, "FILE", "an imatrix file to add in (repeatable)")
-      .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0");
+      .threads_option();
   if (!args.parse(argc, argv)) return 0;
   if (!args.positional().empty()) squeeze::fail("unexpected argument '", args.positional()[0], "'");
-  squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
+  squeeze::set_default_thread_count(args.get_int32("--threads"));
   const std::string out = args.get("--output");
   SQZ_CHECK(!out.empty(), "missing -o IMATRIX.gguf");
+  std::vector<std::string> declared = args.get_all("--merge");
+  declared.insert(declared.end(), {args.get("--model"), args.get("--file")});
+  const squeeze::gguf::DeclaredInputs declared_inputs(declared);
+  squeeze::gguf::check_output_path(out);  // before the collection, not after
 
   squeeze::quant::ImportanceMatrix im;
   std::vector<std::string> inputs;

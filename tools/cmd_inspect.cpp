@@ -69,12 +69,11 @@ int run_inspect(int argc, char** argv) {
   squeeze::cli::Args args("inspect", "inspect FILE.gguf [--json] [--items N]",
                           "Validate a GGUF file and print its header, metadata and tensor table.");
   args.flag({"--json"}, "machine-readable output (full arrays)");
-  args.option({"--items"}, "N", "array items shown per metadata value in text output", "8");
+  args.int_option({"--items"}, "N", "array items shown per metadata value in text output", {0, int64_t{1} << 32}, "8");
   if (!args.parse(argc, argv)) return 0;
   const std::string& path = args.positional_at(0, "FILE.gguf");
   if (args.positional().size() > 1) squeeze::fail("unexpected extra argument '", args.positional()[1], "'");
   const int64_t items = args.get_int("--items");
-  if (items < 0) squeeze::fail("--items must be non-negative");
 
   const File f(path);
   if (args.has("--json")) {

@@ -18,7 +18,7 @@ int run_make_model(int argc, char** argv) {
                           "shapes of a built-in config (overridable), for tests and benchmarks.");
   args.option({"-o", "--output"}, "FILE", "output GGUF path")
       .option({"--type"}, "TYPE", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K", "F32")
-      .option({"--seed"}, "N", "random seed", "1");
+      .int_option({"--seed"}, "N", "random seed", {0, squeeze::cli::kMaxSeed}, "1");
   squeeze::cli::add_config_options(args, "glimmer-tiny");
   if (!args.parse(argc, argv)) return 0;
   const squeeze::model::ModelConfig c = squeeze::cli::config_from_args(args);

@@ -45,8 +45,8 @@ MoeShape shape_from(const cli::Args& a, int ranks) {
   s.tokens_per_rank = a.get_int("--tokens");
   s.hidden = a.get_int("--hidden");
   s.inter = a.get_int("--inter");
-  s.n_experts = int(a.get_int("--experts"));
-  s.top_k = int(a.get_int("--topk"));
+  s.n_experts = a.get_int32("--experts");
+  s.top_k = a.get_int32("--topk");
   s.n_ranks = ranks;
   s.payload = parse_payload(a.get("--payload"));
   s.scoring = parse_scoring(a.get("--scoring"));
@@ -70,12 +70,13 @@ cli::Args make_args(const char* sub, const char* what, const char* tokens, const
                     const char* experts, const char* topk) {
   cli::Args a(std::string("moe ") + sub, std::string("moe ") + sub + " [options]", what);
   a.option({"--transport"}, "NAME", "inproc | mpi-shm | mpi-rma (under mpirun)", "inproc")
-      .option({"-r", "--ranks"}, "R", "in-process ranks", "4")
-      .option({"--tokens"}, "T", "tokens per rank", tokens)
-      .option({"--hidden"}, "H", "hidden size", hidden)
-      .option({"--inter"}, "I", "expert intermediate size", inter)
-      .option({"--experts"}, "E", "experts", experts)
-      .option({"--topk"}, "K", "experts per token", topk)
+      // The ranges are MoeConfig's (mok/config.cpp), checked here before any int cast.
+      .int_option({"-r", "--ranks"}, "R", "in-process ranks", {1, 1024}, "4")
+      .int_option({"--tokens"}, "T", "tokens per rank", {0, 1 << 20}, tokens)
+      .int_option({"--hidden"}, "H", "hidden size", {1, 1 << 20}, hidden)
+      .int_option({"--inter"}, "I", "expert intermediate size", {1, 1 << 20}, inter)
+      .int_option({"--experts"}, "E", "experts", {1, 4096}, experts)
+      .int_option({"--topk"}, "K", "experts per token (at most E)", {1, 4096}, topk)
       .option({"--payload"}, "DTYPE", "bf16 | f32", "bf16")
       .option({"--scoring"}, "NAME", "softmax | sigmoid", "softmax")
       .flag({"--shared"}, "add a shared expert");
@@ -87,7 +88,7 @@ int run_test(int argc, char** argv) {
                      "variant and checks it against the float64 reference.", "16", "64", "32", "8", "2");
   if (!a.parse(argc, argv)) return 0;
   const std::string tr = a.get("--transport");
-  const int R = world_size(tr, int(a.get_int("--ranks")));
+  const int R = world_size(tr, a.get_int32("--ranks"));
   const MoeConfig cfg(shape_from(a, R));
   bool all_ok = true;
   for (auto ds : {DispatchStyle::Pull, DispatchStyle::PushNegotiated, DispatchStyle::PushPrivate})
@@ -118,12 +119,12 @@ int run_test(int argc, char** argv) {
 int run_bench(int argc, char** argv) {
   auto a = make_args("bench", "Times pull vs push-negotiated vs push-private dispatch and combine (and "
                      "MPI_Alltoallv under MPI) for balanced and skewed routing.", "128", "7168", "2048", "64", "8");
-  a.option({"--iters"}, "N", "timed iterations", "10")
+  a.int_option({"--iters"}, "N", "timed iterations", {1, 10000}, "10")
       .option({"--routing"}, "LIST", "balanced, skewed or both", "balanced,skewed")
-      .option({"--skew"}, "S", "Zipf exponent of the skewed routing", "1.2");
+      .real_option({"--skew"}, "S", "Zipf exponent of the skewed routing", {.min = 0, .max = 100}, "1.2");
   if (!a.parse(argc, argv)) return 0;
   const std::string tr = a.get("--transport");
-  const int R = world_size(tr, int(a.get_int("--ranks")));
+  const int R = world_size(tr, a.get_int32("--ranks"));
   int rank = 0;
 #ifdef SQUEEZE_HAVE_MPI
   if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -131,8 +132,7 @@ int run_bench(int argc, char** argv) {
   BenchOptions opt;
   opt.shape = shape_from(a, R);
   const MoeConfig cfg(opt.shape);
-  opt.iters = int(a.get_int("--iters"));
-  SQZ_CHECK(opt.iters >= 1 && opt.iters <= 10000, "moe bench: --iters must be in [1, 10000]");
+  opt.iters = a.get_int32("--iters");
   if (rank == 0) {
     std::printf("# %s, transport %s\n", cfg.describe().c_str(), tr.c_str());
     std::printf("%-8s %-9s %-26s %9s %9s %11s %8s %11s %8s %10s %8s\n", "transport", "routing", "method",

@@ -20,18 +20,23 @@ int run_plan(int argc, char** argv) {
                           "Print the memory a model needs: weights, KV cache (hybrid local/global, all-global and\n"
                           "MHA-style), activations, the total, and whether it fits a device.\n"
                           "CONFIG is a built-in config (" + names + ") or a GGUF model file.");
-  args.option({"-c", "--ctx"}, "N", "context length in tokens (default: the model's)")
+  args.int_option({"-c", "--ctx"}, "N", "context length in tokens (default: the model's)", {1, squeeze::cli::kMaxTokens})
       .option({"--type"}, "TYPE", "weight type: Q4_K_M, Q4_K_S, Q5_K_M, Q6_K, Q8_0, F16, any ggml type, or bits per weight",
               "Q4_K_M")
       .option({"--kv"}, "TYPE", "KV cache element type: f32, f16, bf16, q8_0", "bf16")
       .option({"--device"}, "SIZE", "device memory, e.g. 24GB, 24GiB, 80GB", "24GB")
-      .option({"--headroom"}, "N", "extra ring slots per local layer beyond the window", "0")
-      .option({"--batch"}, "N", "prefill batch for the activation estimate", "512");
+      .int_option({"--headroom"}, "N", "extra ring slots per local layer beyond the window", {0, squeeze::cli::kMaxTokens}, "0")
+      .int_option({"--batch"}, "N", "prefill batch for the activation estimate", {1, squeeze::cli::kMaxBatch}, "512");
   if (!args.parse(argc, argv)) return 0;
   const std::string& what = args.positional_at(0, "CONFIG");
   if (args.positional().size() > 1) squeeze::fail("plan: one CONFIG expected, got ", args.positional().size());
-  // A GGUF file: the config from its metadata and the exact bytes of its tensors.
   PlanParams p;
+  try {  // before reading any file; the error names the option
+    p.device_bytes = parse_byte_size(args.get("--device"));
+  } catch (const squeeze::Error& e) {
+    throw e.with_context("--device");
+  }
+  // A GGUF file: the config from its metadata and the exact bytes of its tensors.
   ModelConfig config;
   if (what.size() > 5 && what.substr(what.size() - 5) == ".gguf") {
     const squeeze::gguf::File file(what);
@@ -43,10 +48,8 @@ int run_plan(int argc, char** argv) {
     config = builtin_config(what);
   }
   p.n_ctx = args.has("--ctx") ? args.get_int("--ctx") : 0;
-  if (args.has("--ctx")) SQZ_CHECK(p.n_ctx > 0, "plan: --ctx must be positive (got ", p.n_ctx, ")");
   p.weight_type = args.get("--type");
   p.kv_type = kv_type_from_name(args.get("--kv"));
-  p.device_bytes = parse_byte_size(args.get("--device"));
   p.local_headroom = args.get_int("--headroom");
   p.batch = args.get_int("--batch");
   const MemoryPlan plan = plan_memory(config, p);

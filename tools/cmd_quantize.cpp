@@ -2,7 +2,6 @@
 // to a dynamic per-tensor plan under a bit budget; --dry-run plans without writing, from
 // a file or from a built-in config alone.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "args.h"
@@ -10,6 +9,7 @@
 #include "config_options.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "gguf/atomic_file.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "model/memory_plan.h"
@@ -33,9 +33,9 @@ int run_quantize(int argc, char** argv) {
           "TYPE`, or without any data `quantize --dry-run --config glimmer-1b TYPE` (presets only).");
   args.option({"--imatrix"}, "FILE", "importance matrix (GGUF, from squeeze imatrix or llama-imatrix)")
       .flag({"--dynamic"}, "choose each tensor's type under --target-bpw / --target-size")
-      .option({"--target-bpw"}, "X", "dynamic: average bits per weight of the whole file")
+      .real_option({"--target-bpw"}, "X", "dynamic: average bits per weight of the whole file", {.min = 0, .max = 64, .min_open = true})
       .option({"--target-size"}, "SIZE", "dynamic: tensor data size, e.g. 20GB, 512MiB")
-      .option({"--sample"}, "N", "dynamic: most elements per tensor measured (rows sampled evenly beyond)", "1048576")
+      .int_option({"--sample"}, "N", "dynamic: most elements per tensor measured (rows sampled evenly beyond)", {1, int64_t{1} << 40}, "1048576")
       .option({"--candidates"}, "T1,T2,...", "dynamic: the types to choose from", "Q4_K,Q5_K,Q6_K,Q8_0,F16")
       .option({"--output-tensor-type"}, "TYPE", "type of the output head (token_embd when tied)")
       .option({"--token-embedding-type"}, "TYPE", "type of token_embd")
@@ -43,10 +43,10 @@ int run_quantize(int argc, char** argv) {
       .flag({"--allow-requantize"}, "requantize tensors that are already quantized (errors compound)")
       .flag({"--dry-run"}, "plan and print the table and size without writing")
       .option({"--report"}, "FILE", "also write the table and totals as JSON")
-      .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0");
+      .threads_option();
   squeeze::cli::add_config_options(args, "");
   if (!args.parse(argc, argv)) return 0;
-  squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
+  squeeze::set_default_thread_count(args.get_int32("--threads"));
 
   const bool dynamic = args.has("--dynamic"), dry_run = args.has("--dry-run");
   const bool from_config = args.has("--config");
@@ -76,6 +76,12 @@ int run_quantize(int argc, char** argv) {
   const bool has_target = args.has("--target-bpw") || args.has("--target-size");
   SQZ_CHECK(!dynamic || has_target, "--dynamic needs --target-bpw X or --target-size SIZE");
   SQZ_CHECK(dynamic || !has_target, "--target-bpw / --target-size only apply with --dynamic");
+  int64_t target_bytes = 0;
+  try {  // before reading any file; the error names the option
+    if (args.has("--target-size")) target_bytes = squeeze::model::parse_byte_size(args.get("--target-size"));
+  } catch (const squeeze::Error& e) {
+    throw e.with_context("--target-size");
+  }
 
   q::PlanOptions po{.preset = type, .dynamic = dynamic};
   if (args.has("--output-tensor-type"))
@@ -84,8 +90,10 @@ int run_quantize(int argc, char** argv) {
     po.token_embd_type = q::parse_tensor_type(args.get("--token-embedding-type"), "--token-embedding-type");
   for (const auto& o : args.get_all("--tensor-type")) po.overrides.push_back(q::parse_override(o));
 
-  // Refuse to replace the input before any work is done (the writer checks again).
+  // Refuse to replace an input before any work is done (the writers check again).
+  const squeeze::gguf::DeclaredInputs inputs({in, args.get("--imatrix")});
   if (!dry_run) squeeze::gguf::Writer(out, {.inputs = {in}});
+  if (args.has("--report")) squeeze::gguf::check_output_path(args.get("--report"));
 
   std::unique_ptr<squeeze::gguf::File> file;
   q::SourceModel source;
@@ -113,10 +121,9 @@ int run_quantize(int argc, char** argv) {
   if (dynamic) {
     q::DynamicOptions d{.imatrix = imatrix.get()};
     if (args.has("--target-bpw")) d.target_bpw = args.get_double("--target-bpw");
-    if (args.has("--target-size")) d.target_bytes = squeeze::model::parse_byte_size(args.get("--target-size"));
+    if (args.has("--target-size")) d.target_bytes = target_bytes;
     SQZ_CHECK(d.target_bpw > 0 || d.target_bytes > 0, "the dynamic target must be positive");
     d.max_sample_elements = args.get_int("--sample");
-    SQZ_CHECK(d.max_sample_elements > 0, "--sample must be positive");
     d.candidates.clear();
     const std::string list = args.get("--candidates");
     for (size_t p0 = 0; p0 <= list.size();) {
@@ -136,11 +143,7 @@ int run_quantize(int argc, char** argv) {
                    .imatrix_path = args.get("--imatrix"), .allow_requantize = args.has("--allow-requantize")};
   const q::RunResult result = q::run_plan(plan, ro);
   if (dry_run) std::printf("dry run: nothing written\n");
-  if (args.has("--report")) {
-    std::ofstream f(args.get("--report"));
-    f << q::result_json(result) << "\n";
-    SQZ_CHECK(f.good(), "cannot write --report file '", args.get("--report"), "'");
-  }
+  if (args.has("--report")) squeeze::gguf::write_file_atomically(args.get("--report"), q::result_json(result) + "\n");
   return 0;
 }
 

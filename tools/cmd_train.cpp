@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "args.h"
 #include "command.h"
 #include "config_options.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "gguf/atomic_file.h"
 #include "model/gguf_config.h"
 #include "model/model.h"
 #include "train/corpus.h"
@@ -32,15 +34,19 @@ std::string loss_kind(const cli::Args& args) {
 }
 
 // The steps of this invocation; a resumed run appends to the file of the run it continues.
+// The append is a copy: old rows + new rows into a temporary renamed over the file, so
+// an interrupted write leaves the old file whole and a refused path is never touched.
 void write_loss_csv(const cli::Args& args, const train::Trainer& trainer) {
   if (!args.has("--loss-csv")) return;
   const std::string path = args.get("--loss-csv");
-  const bool append = args.has("--resume") && std::ifstream(path).good();
-  std::ofstream csv(path, append ? std::ios::app : std::ios::trunc);
-  if (!append) csv << "step,loss,lr,grad_norm,val_loss\n";
+  std::ifstream old(path, std::ios::binary);
+  const bool append = args.has("--resume") && old.good();
+  std::ostringstream csv;
+  if (append) csv << old.rdbuf();
+  else csv << "step,loss,lr,grad_norm,val_loss\n";
   for (const auto& r : trainer.history())
     csv << r.step << ',' << r.loss << ',' << r.lr << ',' << r.grad_norm << ',' << (r.val_loss >= 0 ? std::to_string(r.val_loss) : "") << '\n';
-  SQZ_CHECK(csv.good(), path, ": write failed");
+  gguf::write_file_atomically(path, csv.str());
 }
 
 // The run's whole loss history for the plot: the loss CSV when there is one (it holds the
@@ -90,44 +96,50 @@ int run(int argc, char** argv, bool distill) {
   if (distill) {
     args.option({"--teacher"}, "FILE", "teacher GGUF (frozen; its tokenizer is used)")
         .option({"--loss"}, "KIND", "kl (forward KL(teacher||student)) or reverse-kl (default: kl; on-policy: reverse-kl)")
-        .option({"--temperature"}, "T", "distillation temperature (default: 2; on-policy: 1)")
-        .option({"--topk"}, "K", "use only the teacher's top-k log-probs (0: full vocabulary)", "0")
+        .real_option({"--temperature"}, "T", "distillation temperature (default: 2; on-policy: 1)",
+                     {.min = 0, .max = 1000, .min_open = true})
+        .int_option({"--topk"}, "K", "use only the teacher's top-k log-probs (0: full vocabulary)", {0, 1 << 24}, "0")
         .option({"--teacher-cache"}, "FILE", "--topk: read the teacher's top-k per window from FILE, running the teacher "
                                              "only on windows it lacks and appending them (created when absent)")
-        .option({"--hard-label-weight"}, "A", "mix (1-A)*KL + A*cross-entropy on the data's next tokens", "0")
+        .real_option({"--hard-label-weight"}, "A", "mix (1-A)*KL + A*cross-entropy on the data's next tokens",
+                     {.min = 0, .max = 1}, "0")
         .option({"--init"}, "FILE", "start the student from this GGUF (its shape; default: fresh weights)")
         .flag({"--on-policy"}, "on-policy distillation: train on the student's own continuations of --data prompts")
-        .option({"--prompt-len"}, "N", "on-policy: prompt tokens per sequence (the rest of --seq-len is sampled)", "32")
-        .option({"--sample-temperature"}, "T", "on-policy: the student's sampling temperature", "1");
+        .int_option({"--prompt-len"}, "N", "on-policy: prompt tokens per sequence (the rest of --seq-len is sampled)",
+                    {1, cli::kMaxTokens}, "32")
+        .real_option({"--sample-temperature"}, "T", "on-policy: the student's sampling temperature", {.min = 0}, "1");
   }
   cli::add_config_options(args, "glimmer-tiny");  // distill: the student's shape (vocabulary: the teacher's)
   args.option({"--data"}, "FILE", "training text (UTF-8)")
-      .option({"--steps"}, "N", "optimiser steps", "100")
+      .int_option({"--steps"}, "N", "optimiser steps", {1, int64_t{1} << 40}, "100")
       .option({"-o", "--out"}, "FILE", "output GGUF (F32 weights)")
       .option({"--resume"}, "CKPT", "resume from this checkpoint")
       .option({"--checkpoint"}, "FILE", "checkpoint path (written every --checkpoint-every steps and at the end)")
-      .option({"--checkpoint-every"}, "N", "steps between checkpoints", "0")
+      .int_option({"--checkpoint-every"}, "N", "steps between checkpoints (0: at the end)", {0, int64_t{1} << 40}, "0")
       .option({"--tokenizer"}, "GGUF", "take the tokenizer from this model instead of learning one")
-      .option({"--tokenizer-sample"}, "BYTES", "learn the tokenizer from the first BYTES of the data", "1000000")
-      .option({"--batch"}, "N", "sequences per micro-batch", "8")
-      .option({"--seq-len"}, "N", "tokens per sequence", "64")
-      .option({"--accum"}, "N", "micro-batches per step (gradient accumulation)", "1")
-      .option({"--lr"}, "X", "peak learning rate", "1e-3")
-      .option({"--min-lr"}, "X", "final learning rate of the cosine", "1e-4")
-      .option({"--warmup"}, "N", "linear warm-up steps", "10")
-      .option({"--wd"}, "X", "AdamW decoupled weight decay", "0.1")
-      .option({"--clip"}, "X", "gradient-norm clip (0: off)", "1.0")
-      .option({"--eval-every"}, "N", "steps between validation losses (0: at the end)", "0")
-      .option({"--eval-sequences"}, "N", "validation sequences per evaluation", "16")
+      .int_option({"--tokenizer-sample"}, "BYTES", "learn the tokenizer from the first BYTES of the data",
+                  {1, int64_t{1} << 40}, "1000000")
+      .int_option({"--batch"}, "N", "sequences per micro-batch", {1, cli::kMaxBatch}, "8")
+      .int_option({"--seq-len"}, "N", "tokens per sequence", {1, cli::kMaxTokens}, "64")
+      .int_option({"--accum"}, "N", "micro-batches per step (gradient accumulation)", {1, cli::kMaxBatch}, "1")
+      .real_option({"--lr"}, "X", "peak learning rate", {.min = 0, .max = 1e6, .min_open = true}, "1e-3")
+      .real_option({"--min-lr"}, "X", "final learning rate of the cosine (at most --lr)", {.min = 0, .max = 1e6}, "1e-4")
+      .int_option({"--warmup"}, "N", "linear warm-up steps", {0, int64_t{1} << 40}, "10")
+      .real_option({"--wd"}, "X", "AdamW decoupled weight decay", {.min = 0, .max = 1e6}, "0.1")
+      .real_option({"--clip"}, "X", "gradient-norm clip (0: off)", {.min = 0}, "1.0")
+      .int_option({"--eval-every"}, "N", "steps between validation losses (0: at the end)", {0, int64_t{1} << 40}, "0")
+      .int_option({"--eval-sequences"}, "N", "validation sequences per evaluation", {1, cli::kMaxBatch}, "16")
       .option({"--order"}, "ORDER", "shuffled (windows in a new random order each epoch) or sequential", "shuffled")
       .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)")
-      .option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data", "0.05")
+      .real_option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data",
+                   {.min = 0, .max = 1, .max_open = true}, "0.05")
       .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
       .option({"--plot"}, "FILE.png", "draw the loss curve (training and validation) at the end")
       .option({"--name"}, "TEXT", "general.name of the output (default: the config's name, command and seed)")
-      .option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)", "0")
-      .option({"--seed"}, "N", "seed for the initial weights and the data order", "1")
-      .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0")
+      .int_option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)",
+                  {0, int64_t{1} << 40}, "0")
+      .int_option({"--seed"}, "N", "seed for the initial weights and the data order", {0, cli::kMaxSeed}, "1")
+      .threads_option()
       .flag({"--no-progress"}, "no progress bar");
   if (!args.parse(argc, argv)) return 0;
   // Every step allocates and frees the same tape buffers: keep them in the heap instead
@@ -136,12 +148,19 @@ int run(int argc, char** argv, bool distill) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   SQZ_CHECK(!args.get("--data").empty(), "missing --data FILE.txt");
   SQZ_CHECK(!args.get("--out").empty(), "missing --out MODEL.gguf");
-  set_default_thread_count(static_cast<int>(args.get_int("--threads")));
+  // Every file read, so that no output replaces one; then every output, before the
+  // training rather than after it. --checkpoint may be the --resume checkpoint: that is
+  // the documented in-place update (atomic, so the old checkpoint stays whole until then).
+  const gguf::DeclaredInputs inputs({args.get("--data"), args.get("--val-data"), args.get("--tokenizer"),
+                                     args.get("--resume"), distill ? args.get("--teacher") : "",
+                                     distill ? args.get("--init") : ""});
+  for (const char* output : {"--out", "--loss-csv", "--plot"})
+    if (args.has(output)) gguf::check_output_path(args.get(output));
+  if (args.has("--checkpoint")) gguf::check_output_path(args.get("--checkpoint"), {.replaces = args.get("--resume")});
+  set_default_thread_count(args.get_int32("--threads"));
   const auto seed = static_cast<uint64_t>(args.get_int("--seed"));
   const double val_fraction = args.get_double("--val-fraction");
-  SQZ_CHECK(val_fraction >= 0 && val_fraction < 1, "--val-fraction must be in [0, 1)");
   const int64_t sample = args.get_int("--tokenizer-sample");
-  SQZ_CHECK(sample > 0, "--tokenizer-sample must be positive");
 
   train::TrainOptions opt{
       .steps = args.get_int("--steps"), .batch = args.get_int("--batch"), .seq_len = args.get_int("--seq-len"),
@@ -150,6 +169,7 @@ int run(int argc, char** argv, bool distill) {
       .adamw = {.weight_decay = static_cast<float>(args.get_double("--wd"))}, .clip = args.get_double("--clip"),
       .eval_every = args.get_int("--eval-every"), .eval_sequences = args.get_int("--eval-sequences"),
       .checkpoint_every = args.get_int("--checkpoint-every"), .checkpoint_path = args.get("--checkpoint"),
+      .resume_path = args.get("--resume"),
       .seed = seed, .progress = !args.has("--no-progress")};
   SQZ_CHECK(args.get("--order") == "shuffled" || args.get("--order") == "sequential", "--order must be shuffled or sequential");
   if (args.get("--order") == "sequential") opt.order = train::TrainOptions::Order::sequential;
@@ -160,7 +180,6 @@ int run(int argc, char** argv, bool distill) {
     SQZ_CHECK(std::filesystem::is_directory(dir), args.get("--plot"), ": no directory ", dir.string(), " for the plot");
   }
   const int64_t stop_after = args.get_int("--stop-after");
-  SQZ_CHECK(stop_after >= 0, "--stop-after must not be negative");
   const std::string text = train::read_text_file(args.get("--data"));
   model::ModelConfig config = cli::config_from_args(args);
   std::optional<train::GlimmerModel> teacher;
@@ -173,7 +192,6 @@ int run(int argc, char** argv, bool distill) {
     SQZ_CHECK(!(args.has("--on-policy") && args.get_int("--topk") > 0), "--on-policy scores the full vocabulary (no --topk)");
     SQZ_CHECK(!args.has("--teacher-cache") || args.get_int("--topk") > 0, "--teacher-cache stores top-k log-probs: give --topk K");
     const double hard = args.get_double("--hard-label-weight");
-    SQZ_CHECK(hard >= 0 && hard <= 1, "--hard-label-weight must be in [0, 1]");
     SQZ_CHECK(!(args.has("--on-policy") && hard != 0),
               "--on-policy has no data labels to mix in (no --hard-label-weight)");
     teacher.emplace(train::GlimmerModel::load(args.get("--teacher")));

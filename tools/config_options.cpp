@@ -8,15 +8,17 @@ namespace squeeze::cli {
 void add_config_options(Args& args, const std::string& default_config) {
   args.option({"--config"}, "NAME", "built-in config (glimmer-30b, glimmer-1b, glimmer-tiny, llama-1b, kjv-teacher, glimmer-kjv)", default_config)
       .option({"--arch"}, "ARCH", "override the architecture (glimmer or llama; llama makes every layer global)")
-      .option({"--layers"}, "N", "override the number of layers")
-      .option({"--embd"}, "N", "override the hidden size")
-      .option({"--heads"}, "N", "override the query heads")
-      .option({"--kv-heads"}, "N", "override the KV heads")
-      .option({"--head-dim"}, "N", "override the head dimension")
-      .option({"--ff"}, "N", "override the FFN size")
-      .option({"--vocab"}, "N", "override the vocabulary size")
-      .option({"--window"}, "N", "override the sliding window")
-      .option({"--ctx"}, "N", "override the context length");
+      // Coarse bounds that keep every product in int64; ModelConfig::validate() checks
+      // the shape as a whole (heads divide, window below the context, ...).
+      .int_option({"--layers"}, "N", "override the number of layers", {1, 4096})
+      .int_option({"--embd"}, "N", "override the hidden size", {1, 1 << 20})
+      .int_option({"--heads"}, "N", "override the query heads", {1, 4096})
+      .int_option({"--kv-heads"}, "N", "override the KV heads", {1, 4096})
+      .int_option({"--head-dim"}, "N", "override the head dimension", {1, 1 << 16})
+      .int_option({"--ff"}, "N", "override the FFN size", {1, 1 << 22})
+      .int_option({"--vocab"}, "N", "override the vocabulary size", {1, 1 << 24})
+      .int_option({"--window"}, "N", "override the sliding window (0: none, every layer global)", {0, kMaxTokens})
+      .int_option({"--ctx"}, "N", "override the context length", {1, kMaxTokens});
 }
 
 model::ModelConfig config_from_args(const Args& args) {
@@ -35,7 +37,6 @@ model::ModelConfig config_from_args(const Args& args) {
   override_int("--ctx", c.n_ctx);
   if (args.has("--layers")) {
     c.n_layer = args.get_int("--layers");
-    SQZ_CHECK(c.n_layer > 0 && c.n_layer <= 4096, "--layers must be in 1..4096");
     c.is_local = model::period_pattern(c.n_layer, 4);
   }
   if (args.has("--arch")) {

@@ -1,10 +1,10 @@
 // tools/npy.cpp
 #include "npy.h"
 
-#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
+#include "gguf/atomic_file.h"
 
 namespace squeeze::cli {
 
@@ -15,15 +15,15 @@ void write_npy(const std::string& path, const float* data, int64_t rows, int64_t
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) fail(path, ": cannot write: ", std::strerror(errno));
+  gguf::AtomicFile f(path);  // refuses the command's inputs; whole file or nothing
   const uint16_t hlen = static_cast<uint16_t>(header.size());
   const unsigned char preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(hlen & 0xff),
                                       static_cast<unsigned char>(hlen >> 8)};
   const size_t n = static_cast<size_t>(rows * cols);
-  const bool ok = std::fwrite(preamble, 1, 10, f) == 10 && std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-                  std::fwrite(data, sizeof(float), n, f) == n;
-  if (std::fclose(f) != 0 || !ok) fail(path, ": write failed");
+  f.write({preamble, 10});
+  f.write(header);
+  f.write({reinterpret_cast<const uint8_t*>(data), n * sizeof(float)});
+  f.commit();
 }
 
 }  // namespace squeeze::cli

@@ -15,7 +15,14 @@
 namespace squeeze {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // The type first: open() on a FIFO blocks until a writer appears (forever, for
+  // `inspect some.fifo`), and a device or directory is no model either.
+  struct stat pre {};
+  if (::stat(path.c_str(), &pre) != 0) fail(path, ": cannot open: ", std::strerror(errno));
+  if (!S_ISREG(pre.st_mode)) fail(path, ": not a regular file");
+  // O_NONBLOCK: should the path be swapped for a FIFO after the stat, open still
+  // returns and the fstat below rejects it. It changes nothing for regular files.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

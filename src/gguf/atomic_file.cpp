@@ -31,10 +31,11 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
-AtomicFile::AtomicFile(std::string target) : target_(std::move(target)) {
+AtomicFile::AtomicFile(std::string target, const OutputPolicy& policy) : target_(std::move(target)) {
   SQZ_CHECK(!target_.empty() && target_.back() != '/', "'", target_, "' is not a file path");
   struct stat st {};
   if (::stat(target_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail("'", target_, "' is a directory");
+  check_output_path(target_, policy);
   // A unique name without mkstemp, so that open(O_CREAT, 0666) applies the umask the
   // way any newly created file would get it.
   static std::atomic<uint64_t> counter{0};
@@ -108,6 +109,12 @@ void AtomicFile::commit() {
     ::fsync(dir);
     ::close(dir);
   }
+}
+
+void write_file_atomically(const std::string& path, std::string_view content, const OutputPolicy& policy) {
+  AtomicFile out(path, policy);
+  out.write(content);
+  out.commit();
 }
 
 }  // namespace squeeze::gguf

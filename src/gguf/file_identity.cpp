@@ -8,12 +8,15 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
+
 namespace squeeze::gguf {
 namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::vector<FileIdentity> open;  // one entry per open File (duplicates allowed)
+  std::vector<FileIdentity> open;     // one entry per open File (duplicates allowed)
+  std::vector<std::string> declared;  // DeclaredInputs' paths (duplicates allowed)
 };
 
 Registry& registry() {
@@ -61,6 +64,39 @@ bool is_open_for_reading(const FileIdentity& id) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);
   return std::find(r.open.begin(), r.open.end(), id) != r.open.end();
+}
+
+DeclaredInputs::DeclaredInputs(std::vector<std::string> paths) {
+  for (auto& p : paths)
+    if (!p.empty()) paths_.push_back(std::move(p));
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.declared.insert(r.declared.end(), paths_.begin(), paths_.end());
+}
+
+DeclaredInputs::~DeclaredInputs() {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (const auto& p : paths_)
+    if (auto it = std::find(r.declared.begin(), r.declared.end(), p); it != r.declared.end()) r.declared.erase(it);
+}
+
+void check_output_path(const std::string& path, const OutputPolicy& policy) {
+  const auto target = file_identity(path);
+  if (!target) return;  // a new file cannot be anyone's input
+  const auto exempt = policy.replaces.empty() ? std::nullopt : file_identity(policy.replaces);
+  if (exempt == target) return;
+  std::vector<std::string> inputs = policy.inputs;
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mutex);
+    inputs.insert(inputs.end(), r.declared.begin(), r.declared.end());
+  }
+  for (const std::string& in : inputs)
+    if (!in.empty() && file_identity(in) == target)
+      fail("refusing to overwrite '", path, "': it is the input file '", in, "'");
+  if (is_open_for_reading(*target))
+    fail("refusing to overwrite '", path, "': it is a GGUF file currently open for reading");
 }
 
 }  // namespace squeeze::gguf

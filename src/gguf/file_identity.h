@@ -1,11 +1,13 @@
-// gguf/file_identity.h — "is this the same file?" by device + inode, and the registry
-// of GGUF files currently open for reading, which the writer consults so that it never
-// replaces a file that is still mapped as an input.
+// gguf/file_identity.h — "is this the same file?" by device + inode; the registry of
+// GGUF files currently open for reading; and the inputs a command declares. Every file
+// squeeze writes goes through check_output_path (AtomicFile calls it), so no output ever
+// replaces one of the command's inputs, whatever the path spelling or symlinks.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace squeeze::gguf {
 
@@ -36,5 +38,35 @@ class OpenFileRegistration {
 
 // True while some gguf::File holds this file open.
 bool is_open_for_reading(const FileIdentity& id);
+
+// RAII declaration of a command's input paths (models, texts, vocabularies, checkpoints
+// it resumes from): while it lives, check_output_path refuses them as outputs. Empty
+// paths are skipped, so optional inputs can be passed as they are. A path is resolved
+// when checked, so an input that does not exist yet is still covered once it does.
+class DeclaredInputs {
+ public:
+  explicit DeclaredInputs(std::vector<std::string> paths);
+  ~DeclaredInputs();
+  DeclaredInputs(const DeclaredInputs&) = delete;
+  DeclaredInputs& operator=(const DeclaredInputs&) = delete;
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+// What an output may replace.
+struct OutputPolicy {
+  // More inputs of this output alone (on top of the declared ones).
+  std::vector<std::string> inputs = {};
+  // A documented in-place update: the one input this output may replace (e.g. the
+  // checkpoint a resumed run continues). Safe because the write is atomic: readers
+  // holding the old file keep the old inode, and the new file appears whole.
+  std::string replaces = {};
+};
+
+// Throws a one-line squeeze::Error if writing `path` would replace a declared input, one
+// of policy.inputs or a GGUF file open for reading (same device + inode, through
+// symlinks), unless that file is policy.replaces. A path that does not exist is fine.
+void check_output_path(const std::string& path, const OutputPolicy& policy = {});
 
 }  // namespace squeeze::gguf

@@ -64,15 +64,7 @@ Writer::Writer(std::string path, WriterOptions options) : path_(std::move(path))
   check_not_an_input();
 }
 
-void Writer::check_not_an_input() const {
-  const auto target = file_identity(path_);
-  if (!target) return;  // a new file cannot be anyone's input
-  for (const std::string& in : options_.inputs)
-    if (file_identity(in) == target)
-      fail("refusing to overwrite '", path_, "': it is the input file '", in, "'");
-  if (is_open_for_reading(*target))
-    fail("refusing to overwrite '", path_, "': it is a GGUF file currently open for reading");
-}
+void Writer::check_not_an_input() const { check_output_path(path_, policy()); }
 
 uint64_t Writer::alignment() const {
   if (options_.alignment) return *options_.alignment;
@@ -166,7 +158,7 @@ uint64_t Writer::finish() {
     const uint64_t data_start = *align_up(header.size(), align);
 
     check_not_an_input();
-    AtomicFile out(path_);
+    AtomicFile out(path_, policy());
     out.write(header);
     out.write_zeros(data_start - header.size());
     for (size_t i = 0; i < tensors_.size(); ++i) {

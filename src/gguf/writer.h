@@ -10,7 +10,8 @@
 // finish() writes a temporary file in the target's directory, fsyncs it and renames it
 // over the target, so a failure at any point leaves the previous file untouched (and no
 // temporary behind). It refuses to replace a declared input or any GGUF file currently
-// open for reading through gguf::File (same device + inode, whatever the path spelling).
+// open for reading through gguf::File (same device + inode, whatever the path spelling;
+// gguf::check_output_path).
 // Tensor data is aligned and padded to the alignment, as llama.cpp and gguf-py expect.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/file_identity.h"
 #include "gguf/metadata.h"
 #include "gguf/tensor_info.h"
 
@@ -30,8 +32,11 @@ struct WriterOptions {
   // Tensor data alignment (a power of two). Unset: the metadata's general.alignment if
   // present, else 32. When set to a non-default value it is written as general.alignment.
   std::optional<uint32_t> alignment = std::nullopt;
-  // Files this output is derived from; the writer refuses to replace any of them.
+  // Files this output is derived from; the writer refuses to replace any of them (and
+  // any gguf::DeclaredInputs, see file_identity.h).
   std::vector<std::string> inputs = {};
+  // A documented in-place update: the one input this file may replace (OutputPolicy).
+  std::string replaces = {};
 };
 
 struct TensorSpec {
@@ -73,6 +78,7 @@ class Writer {
  private:
   void add(const TensorSpec& spec, std::span<const uint8_t> bytes, TensorProducer producer);
   void check_not_an_input() const;
+  OutputPolicy policy() const { return {.inputs = options_.inputs, .replaces = options_.replaces}; }
   std::vector<uint8_t> encode_header() const;
 
   std::string path_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -107,14 +108,11 @@ int64_t parse_byte_size(std::string_view text) {
   else if (unit == "MIB") scale = 1024.0 * 1024;
   else if (unit == "GIB") scale = 1024.0 * 1024 * 1024;
   else if (unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+  // from_chars, not stod: the whole number, no leading space, hex float, inf or nan.
   double v = -1;
-  try {
-    size_t used = 0;
-    if (!num.empty()) v = std::stod(num, &used);
-    if (used != num.size()) v = -1;
-  } catch (...) {
+  if (const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v, std::chars_format::general);
+      num.empty() || ec != std::errc() || p != num.data() + num.size() || !std::isfinite(v))
     v = -1;
-  }
   SQZ_CHECK(scale > 0 && v > 0 && v * scale < 9.2e18, "bad size '", text,
             "' (examples: 24GB, 24GiB, 512MiB, 1000000; GB = 10^9 bytes, GiB = 2^30)");
   return static_cast<int64_t>(std::llround(v * scale));

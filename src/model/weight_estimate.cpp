@@ -1,6 +1,7 @@
 // model/weight_estimate.cpp — weight bytes per type preset (see memory_plan.h for the rules).
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 
@@ -20,13 +21,11 @@ namespace {
 std::optional<double> parse_bpw(const std::string& s) {
   std::string num = s;
   if (num.size() > 3 && num.substr(num.size() - 3) == "BPW") num.resize(num.size() - 3);
-  try {
-    size_t used = 0;
-    const double v = std::stod(num, &used);
-    if (used == num.size()) return v;
-  } catch (...) {
-  }
-  return std::nullopt;
+  // from_chars, not stod: the whole text, no leading space, hex float, inf or nan.
+  double v = 0;
+  const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v, std::chars_format::general);
+  if (num.empty() || ec != std::errc() || p != num.data() + num.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "gguf/file_identity.h"
 #include "train/glimmer_model.h"
 
 namespace squeeze::train {
@@ -66,6 +67,9 @@ void round_like_cache(std::span<float> logprobs) {
 TeacherTopKCache::TeacherTopKCache(const std::string& path, const TeacherCacheKey& key) : path_(path), key_(key) {
   SQZ_CHECK(key.vocab > 0 && key.k > 0 && key.k <= key.vocab && key.seq_len > 0 && key.temperature > 0,
             path, ": bad teacher-cache shape (vocabulary ", key.vocab, ", k ", key.k, ", length ", key.seq_len, ")");
+  // Appended in place (under a lock), not atomically: so at least never one of the
+  // command's inputs (a --data text or the teacher given as the cache by mistake).
+  gguf::check_output_path(path);
   file_ = std::fopen(path.c_str(), "r+b");
   if (!file_ && errno == ENOENT) {
     file_ = std::fopen(path.c_str(), "w+b");

@@ -186,7 +186,7 @@ void Trainer::run(int64_t until) {
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
-  gguf::Writer w(path);
+  gguf::Writer w(path, {.replaces = opt_.resume_path});
   model::write_config(w.metadata(), model_.config());
   model::write_tokenizer(w.metadata(), model_.tokenizer());
   auto& md = w.metadata();

@@ -30,6 +30,9 @@ struct TrainOptions {
   int64_t eval_sequences = 16;  // validation sequences per evaluation
   int64_t checkpoint_every = 0; // steps between checkpoints (to checkpoint_path); 0: none
   std::string checkpoint_path = "";
+  // The checkpoint this run resumed from: the one input checkpoint_path may replace (a
+  // documented in-place update, safe because checkpoints are written atomically).
+  std::string resume_path = "";
   uint64_t seed = 1;            // data order
   // The training stream is cut into windows of seq_len + 1 tokens at a random phase per
   // epoch; shuffled visits them in a fresh random order each epoch (every window once),

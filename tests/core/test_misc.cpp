@@ -1,7 +1,13 @@
 // tests/core/test_misc.cpp — mapped files, errors, progress, CPU features.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <future>
 #include <filesystem>
 #include <fstream>
 
@@ -44,6 +50,31 @@ TEST(MappedFile, ErrorsNameThePath) {
   MappedFile e(empty.string());
   EXPECT_EQ(e.size(), 0u);
   std::filesystem::remove(empty);
+}
+
+// A FIFO is rejected before it is opened: open() on one would block until a writer came
+// (`squeeze inspect a.fifo` hung). Run in a thread so a regression fails, not hangs.
+TEST(MappedFile, RejectsAFifoWithoutBlocking) {
+  const auto fifo = temp_path("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto result = std::async(std::launch::async, [&] {
+    try {
+      MappedFile m(fifo.string());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  });
+  const bool finished = result.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!finished) {
+    // Unblock the stuck open() so the test can end, then fail.
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  const std::string message = result.get();
+  std::filesystem::remove(fifo);
+  ASSERT_TRUE(finished) << "MappedFile blocked on a FIFO";
+  EXPECT_NE(message.find("not a regular file"), std::string::npos) << message;
 }
 
 TEST(Error, ContextChains) {

@@ -132,7 +132,7 @@ def test_stored_teacher_top_k(tmp_path):
     # Mismatches are one-line errors that leave the cache as it was.
     before = cache.read_bytes()
     for bad, needle in ((["--topk", 4], "--topk 4"), (["--seq-len", 8], "--seq-len 8"),
-                        (["--temperature", 2], "temperature"), (["--hard-label-weight", 2], "[0, 1]")):
+                        (["--temperature", 2], "temperature"), (["--hard-label-weight", 2], "--hard-label-weight")):
         args = list(common)
         if bad[0] in args:
             args[args.index(bad[0]) + 1] = bad[1]

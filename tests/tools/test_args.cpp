@@ -1,0 +1,114 @@
+// tests/tools/test_args.cpp — the one checked routine behind every numeric option:
+// whole-string parses only, ranges enforced, no silent narrowing, ranges in --help.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "common/thrown_message.h"
+
+namespace squeeze::cli {
+namespace {
+
+bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; }
+
+TEST(ParseInt, AcceptsWholeDecimalIntegersInRange) {
+  EXPECT_EQ(parse_int("--n", "0", {0, 10}), 0);
+  EXPECT_EQ(parse_int("--n", "10", {0, 10}), 10);
+  EXPECT_EQ(parse_int("--n", "-5", {-10, 10}), -5);
+  EXPECT_EQ(parse_int("--n", "9223372036854775807", {}), INT64_MAX);
+}
+
+TEST(ParseInt, RejectsJunkOverflowAndOutOfRangeWithAOneLineErrorNamingTheOption) {
+  for (const char* bad : {"", " 5", "5 ", "+5", "5x", "0x10", "1e3", "1.0", "--5", "nan", "inf",
+                          "99999999999999999999", "4294967336", "-1", "11"}) {
+    const std::string m = thrown_message([&] { parse_int("--top-k", bad, {0, 10}); });
+    EXPECT_NE(m.find("--top-k"), std::string::npos) << bad << ": " << m;
+    EXPECT_NE(m, "(no error)") << bad;
+    EXPECT_TRUE(one_line(m)) << m;
+  }
+  // The range is in the message.
+  EXPECT_NE(thrown_message([] { parse_int("--top-k", "-7", {0, 10}); }).find("0 <= value <= 10"), std::string::npos);
+}
+
+TEST(ParseReal, AcceptsDecimalAndExponentForms) {
+  EXPECT_DOUBLE_EQ(parse_real("--x", "0.5", {}), 0.5);
+  EXPECT_DOUBLE_EQ(parse_real("--x", "1e-3", {}), 1e-3);
+  EXPECT_DOUBLE_EQ(parse_real("--x", "-2", {}), -2.0);
+  EXPECT_DOUBLE_EQ(parse_real("--x", ".25", {}), 0.25);
+  EXPECT_DOUBLE_EQ(parse_real("--top-p", "1", {.min = 0, .max = 1, .min_open = true}), 1.0);
+}
+
+TEST(ParseReal, RejectsHexFloatsInfNanSpacesJunkAndOpenEnds) {
+  for (const char* bad : {"", " 0.5", "0.5 ", "+0.5", "0x1p-1", "inf", "-inf", "nan", "infinity", "1e999", "0.5x",
+                          "1,5"}) {
+    const std::string m = thrown_message([&] { parse_real("--temp", bad, {.min = 0}); });
+    EXPECT_NE(m.find("--temp"), std::string::npos) << bad << ": " << m;
+    EXPECT_TRUE(one_line(m)) << m;
+  }
+  const RealRange top_p{.min = 0, .max = 1, .min_open = true};
+  EXPECT_NE(thrown_message([&] { parse_real("--top-p", "0", top_p); }), "(no error)");
+  EXPECT_NE(thrown_message([&] { parse_real("--top-p", "5", top_p); }), "(no error)");
+  EXPECT_NE(thrown_message([] { parse_real("--temp", "-1", {.min = 0}); }), "(no error)");
+  EXPECT_EQ(describe(top_p, "P"), "0 < P <= 1");
+}
+
+// Args::parse checks every numeric option, given or default, before the command runs.
+struct Argv {
+  std::vector<std::string> items;
+  std::vector<char*> ptrs;
+  explicit Argv(std::vector<std::string> a) : items(std::move(a)) {
+    for (auto& s : items) ptrs.push_back(s.data());
+  }
+  int argc() const { return static_cast<int>(ptrs.size()); }
+  char** argv() { return ptrs.data(); }
+};
+
+Args sample_args() {
+  Args a("demo", "demo [options]", "test");
+  a.int_option({"-k", "--top-k"}, "K", "top-k", {0, 2147483647}, "40")
+      .real_option({"--temp"}, "T", "temperature", {.min = 0}, "0.8")
+      .threads_option()
+      .option({"--name"}, "TEXT", "text");
+  return a;
+}
+
+TEST(Args, ParseRejectsBadNumbersUpFrontAndNarrowsOnlyWithinRange) {
+  {
+    Args a = sample_args();
+    Argv v({"--top-k", "4294967336"});  // was 40 after an int32 cast
+    EXPECT_NE(thrown_message([&] { a.parse(v.argc(), v.argv()); }).find("-k/--top-k"), std::string::npos);
+  }
+  {
+    Args a = sample_args();
+    Argv v({"--temp=inf"});
+    EXPECT_NE(thrown_message([&] { a.parse(v.argc(), v.argv()); }).find("--temp"), std::string::npos);
+  }
+  {
+    Args a = sample_args();
+    Argv v({"-t", std::to_string(max_threads() + 1)});
+    EXPECT_NE(thrown_message([&] { a.parse(v.argc(), v.argv()); }).find("--threads"), std::string::npos);
+  }
+  {
+    Args a = sample_args();
+    Argv v({"-k", "7", "--temp", "0", "-t", std::to_string(max_threads())});
+    ASSERT_TRUE(a.parse(v.argc(), v.argv()));
+    EXPECT_EQ(a.get_int32("--top-k"), 7);
+    EXPECT_EQ(a.get_double("--temp"), 0.0);
+    EXPECT_EQ(a.get_int32("-t"), max_threads());
+    // Reading a text option as a number is a programming error, not a silent parse.
+    EXPECT_NE(thrown_message([&] { a.get_int("--name"); }).find("internal"), std::string::npos);
+  }
+}
+
+TEST(Args, UsageStatesRangesAndTheThreadCap) {
+  const std::string u = sample_args().usage();
+  EXPECT_NE(u.find("0 <= K <= 2147483647; default 40"), std::string::npos) << u;
+  EXPECT_NE(u.find("T >= 0; default 0.8"), std::string::npos) << u;
+  EXPECT_NE(u.find("0 <= N <= " + std::to_string(max_threads())), std::string::npos) << u;
+}
+
+}  // namespace
+}  // namespace squeeze::cli
