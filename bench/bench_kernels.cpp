@@ -1,8 +1,10 @@
 // bench/bench_kernels.cpp — every f32 kernel, scalar reference vs AVX2, single thread:
 // at 4096 elements (in L1/L2: compute-bound view) and at 16 Mi elements (64 MiB per
 // operand, past the L3: bandwidth view); plus threaded GEMV over rotating 4096x4096
-// matrices and GEMM (own tile vs OpenBLAS). Counters: bytes_per_second (operands read +
-// written) and flops. docs/benchmarks.md relates them to bench_machine's ceilings.
+// matrices and GEMM (own tile vs OpenBLAS). Counters: bytes_per_second (the DRAM traffic
+// of one call at 16 Mi elements: every pass over an operand, and for an output not read
+// first the write-allocate read its stores cost, as bench_machine counts its probes) and
+// flops. docs/benchmarks.md relates them to bench_machine's ceilings.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -63,7 +65,7 @@ void BM_rmsnorm(benchmark::State& s) {
     k.rmsnorm(x.data(), w.data(), y.data(), n, 1e-5f);
     benchmark::ClobberMemory();
   }
-  report(s, 16.0 * n, 4.0 * n);
+  report(s, 20.0 * n, 4.0 * n);  // x twice (sum of squares, then scale), w, y + write-allocate
 }
 void BM_rope(benchmark::State& s) {
   const int64_t n = s.range(1);  // n = heads * 128
@@ -84,7 +86,7 @@ void BM_softmax(benchmark::State& s) {
     k.softmax(x.data(), n);
     benchmark::ClobberMemory();
   }
-  report(s, 12.0 * n, 0);
+  report(s, 20.0 * n, 0);  // in place, 3 passes: read; read + write; read + write
 }
 
 #define UNARY_BENCH(NAME, CALL, BYTES)                             \
@@ -98,11 +100,12 @@ void BM_softmax(benchmark::State& s) {
     }                                                              \
     report(s, (BYTES) * static_cast<double>(n), 0);                \
   }
-UNARY_BENCH(silu, k.silu(a.data(), y.data(), n), 8.0)
-UNARY_BENCH(swiglu, k.swiglu(a.data(), b.data(), y.data(), n), 12.0)
-UNARY_BENCH(gelu, k.gelu(a.data(), y.data(), n), 8.0)
-UNARY_BENCH(add, k.add(a.data(), b.data(), y.data(), n), 12.0)
-UNARY_BENCH(mul, k.mul(a.data(), b.data(), y.data(), n), 12.0)
+// BYTES per element: inputs + output + the output's write-allocate read.
+UNARY_BENCH(silu, k.silu(a.data(), y.data(), n), 12.0)
+UNARY_BENCH(swiglu, k.swiglu(a.data(), b.data(), y.data(), n), 16.0)
+UNARY_BENCH(gelu, k.gelu(a.data(), y.data(), n), 12.0)
+UNARY_BENCH(add, k.add(a.data(), b.data(), y.data(), n), 16.0)
+UNARY_BENCH(mul, k.mul(a.data(), b.data(), y.data(), n), 16.0)
 
 void BM_f16_to_f32(benchmark::State& s) {
   const int64_t n = s.range(1);
@@ -113,7 +116,7 @@ void BM_f16_to_f32(benchmark::State& s) {
     k.f16_to_f32(h.data(), y.data(), n);
     benchmark::ClobberMemory();
   }
-  report(s, 6.0 * n, 0);
+  report(s, 10.0 * n, 0);  // 2-byte input, 4-byte output + write-allocate
 }
 void BM_bf16_to_f32(benchmark::State& s) {
   const int64_t n = s.range(1);
@@ -124,7 +127,7 @@ void BM_bf16_to_f32(benchmark::State& s) {
     k.bf16_to_f32(h.data(), y.data(), n);
     benchmark::ClobberMemory();
   }
-  report(s, 6.0 * n, 0);
+  report(s, 10.0 * n, 0);  // 2-byte input, 4-byte output + write-allocate
 }
 
 void kernel_args(benchmark::internal::Benchmark* b) {

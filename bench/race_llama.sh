@@ -4,11 +4,14 @@
 # usage: bench/race_llama.sh LLAMA_CPP_BUILD_BIN_DIR [repetitions]
 #   LLAMA_CPP_BUILD_BIN_DIR holds llama-bench (and llama-quantize) built OUTSIDE this
 #   repository from llama.cpp's own sources; without it the race is skipped, saying so.
-# Models: the 70.5M llama shape of shared/reference/baseline.md (512 wide, 12 layers,
+# Models: a 70.5M llama shape (512 wide, 12 layers,
 # 8 heads / 4 KV, FFN 1536, vocabulary 32000) with random weights, as F32 and as Q4_K_M
 # (made by llama-quantize from the F32 file, so squeeze also reads llama.cpp's output).
 # Each engine runs pp512 and tg128 (and tg32 at depth 4096) with 2 threads; the engines
-# alternate, twice, and the ratio is squeeze / llama.cpp of the mean tokens/s.
+# alternate, twice, and the ratio is squeeze / llama.cpp of the mean tokens/s. llama.cpp
+# runs with its defaults made explicit (f16 KV, flash attention on, weight repacking);
+# its build, CPU backend and every flag are recorded in build/race/llama_flags.txt and
+# printed with the table.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 LLAMA_BIN="${1:-}"
@@ -28,16 +31,24 @@ Q4="$OUT/llama70-q4_k_m.gguf"
 [ -f "$Q4" ] || "$LLAMA_BIN/llama-quantize" "$F32" "$Q4" Q4_K_M 2 >/dev/null 2>&1
 
 results="$OUT/results.csv"
+flags="$OUT/llama_flags.txt"
 echo "engine,model,test,t_per_s" > "$results"
+: > "$flags"
+LLAMA_FLAGS=(-t 2 -r "$REPS" -fa 1 -ctk f16 -ctv f16)
 run_llama() {  # model tests...
-  "$LLAMA_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -o csv "${@:2}" 2>/dev/null |
+  "$LLAMA_BIN/llama-bench" -m "$1" "${LLAMA_FLAGS[@]}" -o csv "${@:2}" 2>/dev/null |
     python3 -c '
 import csv, sys
+flags = open(sys.argv[2], "a")
 for r in csv.DictReader(sys.stdin):
     p, n, d = int(r["n_prompt"]), int(r["n_gen"]), int(r.get("n_depth", 0) or 0)
     test = (f"pp{p}" if p else f"tg{n}") + (f" @ d{d}" if d else "")
     ts = float(r["avg_ts"])
-    print(f"llama.cpp,{sys.argv[1]},{test},{ts:.3f}")' "$(basename "$1")"
+    print(f"llama.cpp,{sys.argv[1]},{test},{ts:.3f}")
+    keys = ("build_commit", "build_number", "backends", "cpu_info", "n_threads", "type_k", "type_v",
+            "flash_attn", "n_batch", "n_ubatch", "no_kv_offload", "use_mmap", "repack")
+    flags.write(f"{sys.argv[1]} {test}: " + " ".join(f"{k}={r[k]}" for k in keys if k in r) + "\n")
+' "$(basename "$1")" "$flags"
 }
 run_squeeze() {
   "$SQ" bench -m "$1" -t 2 -r "$REPS" --csv "${@:2}" |
@@ -57,6 +68,9 @@ for round in 1 2; do
     done
   done
 done
+echo "llama.cpp: llama-bench ${LLAMA_FLAGS[*]} (from $LLAMA_BIN)"
+sort -u -t: -k2 "$flags" | sed 's/^[^ ]* [^:]*: /llama.cpp run: /' | sort -u
+echo "squeeze: squeeze bench -t 2 -r $REPS (f16 KV)"
 python3 - "$results" <<'PY'
 import csv, sys, collections
 rows = collections.defaultdict(list)
