@@ -60,7 +60,7 @@ int run_bench(int argc, char** argv) {
       .option({"-r", "--repetitions"}, "N", "repetitions of each test", "3")
       .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0")
       .option({"-b", "--batch"}, "N", "prefill batch size", "512")
-      .option({"--kv"}, "TYPE", "KV cache type: f16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
       .flag({"--csv"}, "print CSV rows instead of a table");
   if (!args.parse(argc, argv)) return 0;
   const std::string path = args.get("--model");
@@ -71,7 +71,7 @@ int run_bench(int argc, char** argv) {
   const int64_t reps = args.get_int("--repetitions");
   SQZ_CHECK(reps >= 1, "bench: -r must be >= 1");
   const std::string kv = args.get("--kv");
-  SQZ_CHECK(kv == "f16" || kv == "f32", "--kv must be f16 or f32");
+  const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(kv, "--kv");
   squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
   const auto model = squeeze::model::Model::load(path);
   const auto& c = model->config();
@@ -81,8 +81,7 @@ int run_bench(int argc, char** argv) {
     for (int64_t p : prompts)
       for (int64_t n : gens) need = std::max(need, d + std::max(p, n) + 1);
   squeeze::model::Session session(*model, {.n_ctx = std::max(need, int64_t{64}), .batch = args.get_int("--batch"),
-                                           .kv_type = kv == "f16" ? squeeze::kernels::cpu::KvType::F16
-                                                                  : squeeze::kernels::cpu::KvType::F32});
+                                           .kv_type = kv_type});
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(c.n_vocab - 1));
   auto random_tokens = [&](int64_t n) {

@@ -53,6 +53,7 @@ int run_eval(int argc, char** argv) {
       .option({"--prompt-len"}, "N", "--sampled: prompt tokens taken from the text", "32")
       .option({"--gen-len"}, "N", "--sampled: tokens the model samples per prompt", "32")
       .option({"--seed"}, "N", "seed of the task items and the sampling", "1")
+      .option({"--kv"}, "TYPE", "KV cache type of the evaluated model: f16, bf16 or f32", "f16")
       .option({"--json"}, "FILE", "also write the numbers as one JSON object")
       .option({"-t", "--threads"}, "N", "threads (0: one per core)", "0");
   if (!args.parse(argc, argv)) return 0;
@@ -65,6 +66,7 @@ int run_eval(int argc, char** argv) {
   const int64_t n_sampled = args.get_int("--sampled");
   SQZ_CHECK(n_sampled >= 0, "--sampled must be >= 0");
   SQZ_CHECK(n_sampled == 0 || args.has("--base"), "--sampled needs --base (the reference model)");
+  const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(args.get("--kv"), "--kv");
   squeeze::set_default_thread_count(static_cast<int>(args.get_int("--threads")));
 
   std::ifstream in(text_path, std::ios::binary);
@@ -86,7 +88,7 @@ int run_eval(int argc, char** argv) {
   SQZ_CHECK(n_windows_all > 0, text_path, ": ", tokens.size(), " tokens, fewer than one window of --ctx ", ctx);
   const int64_t n_windows = max_chunks > 0 ? std::min(max_chunks, n_windows_all) : n_windows_all;
 
-  Session session(*model, {.n_ctx = ctx, .batch = std::min<int64_t>(ctx, 512)});
+  Session session(*model, {.n_ctx = ctx, .batch = std::min<int64_t>(ctx, 512), .kv_type = kv_type});
   std::unique_ptr<Session> base_session;
   if (base) base_session = std::make_unique<Session>(*base, squeeze::model::SessionParams{.n_ctx = ctx, .batch = std::min<int64_t>(ctx, 512)});
   const int64_t V = model->config().n_vocab;
