@@ -65,7 +65,9 @@ namespace {
 // a worker thread, loads the library and computes correctly.
 TEST(Blas, EnvironmentIsSetBeforeAnyCall) {
   EXPECT_NE(std::getenv("OPENBLAS_NUM_THREADS"), nullptr);
-  if (cpu_features().has_avx2_fma()) EXPECT_NE(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+  if (cpu_features().has_avx2_fma()) {
+    EXPECT_NE(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+  }
   const float a[2] = {1, 2}, b[2] = {3, 4};
   float c = 0;
   std::thread worker([&] { blas_gemm(GemmArgs<float>{.trans_b = true, .M = 1, .N = 1, .K = 2, .A = a, .lda = 2,
