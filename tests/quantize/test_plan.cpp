@@ -226,8 +226,11 @@ TEST(DynamicPlan, RowFallbackTensorsChooseAmongFittingTypes) {
   auto plan = quantize::make_plan(src, {.dynamic = true});
   EXPECT_FALSE(find(plan, "blk.1.attn_output.weight").fixed);
   quantize::plan_dynamic(plan, {.target_bpw = 24, .progress = false});
-  for (const auto& t : plan.tensors)
-    if (!t.fixed) EXPECT_EQ(t.type, GgmlType::F16) << t.src->name;
+  for (const auto& t : plan.tensors) {
+    if (!t.fixed) {
+      EXPECT_EQ(t.type, GgmlType::F16) << t.src->name;
+    }
+  }
   EXPECT_EQ(find(plan, "blk.1.attn_output.weight").type, GgmlType::F16);
   auto k_only = quantize::make_plan(src, {.dynamic = true});
   quantize::plan_dynamic(k_only, {.target_bpw = 24, .candidates = {GgmlType::Q4_K, GgmlType::Q6_K}, .progress = false});
