@@ -263,7 +263,7 @@ TEST(Tokenizer, DuplicateTokensAreRefusedWhereEncodingWouldBeAmbiguous) {
   const int32_t first = v.id("ab");
   d.tokens.push_back(d.tokens[static_cast<size_t>(first)]);
   d.token_types.push_back(static_cast<int32_t>(TokenType::normal));
-  const std::string msg = thrown_message([&] { Tokenizer t(d); });
+  const std::string msg = squeeze::thrown_message([&] { Tokenizer t(d); });
   EXPECT_NE(msg.find("token 'ab' appears twice"), std::string::npos) << msg;
   EXPECT_NE(msg.find("ids " + std::to_string(first) + " and " + std::to_string(d.tokens.size() - 1)), std::string::npos)
       << msg;
@@ -272,7 +272,7 @@ TEST(Tokenizer, DuplicateTokensAreRefusedWhereEncodingWouldBeAmbiguous) {
   d = v.d;
   d.tokens.push_back("<ctl>");
   d.token_types.push_back(static_cast<int32_t>(TokenType::user_defined));
-  EXPECT_NE(thrown_message([&] { Tokenizer t(d); }).find("'<ctl>' appears twice"), std::string::npos);
+  EXPECT_NE(squeeze::thrown_message([&] { Tokenizer t(d); }).find("'<ctl>' appears twice"), std::string::npos);
   d = v.d;
   for (int i = 0; i < 3; ++i) {
     d.tokens.push_back("<pad>");
