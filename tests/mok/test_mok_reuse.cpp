@@ -141,5 +141,26 @@ TEST(MokReuse, LayerForwardForwardBackwardRounds) {
     }
 }
 
+// A flag past the expected round (a rank ran an extra round, or the others skipped one)
+// is an error naming that rank, where a `>=` wait would read the later round's data.
+TEST(MokReuse, FlagPastTheExpectedRoundIsAnError) {
+  std::string msg;
+  run_inproc_ranks(2, [&](Transport& t) {
+    const FlagId f = t.alloc_flags(1);
+    if (t.rank() == 1) {
+      t.flag_add(1, f, 0, 2);  // two rounds published
+      t.barrier();
+      return;
+    }
+    t.barrier();
+    try {
+      t.wait_round(1, f, 0, 1, 1, "test flag");
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+  });
+  EXPECT_NE(msg.find("rank 1 is at round 2 but rank 0 expected round 1 (test flag)"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace squeeze::mok
