@@ -53,16 +53,22 @@ ensure_python_env() {
   fi
 }
 
+# configure <build-dir> <build-type> [extra cmake args...]: always re-run (cheap when
+# nothing changed) so options given here reach an existing build directory too.
+configure() {
+  local dir="$1" type="$2"
+  shift 2
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
+}
+
 # configure_and_build <build-dir> <build-type> [extra cmake args...]
 configure_and_build() {
   local dir="$1" type="$2"
-  shift 2
-  if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
-  fi
+  configure "$@"
   log "building $type in $dir"
   cmake --build "$dir" -j "$(nproc)"
 }
 
 BUILD_RELEASE="$ROOT/build/release"
 BUILD_SANITIZE="$ROOT/build/sanitize"
+BUILD_TSAN="$ROOT/build/tsan"
