@@ -1,12 +1,16 @@
 """tests/python/test_quant_crosscheck.py — our block formats against an independent
 implementation, the `gguf` package's numpy (de)quantizers:
   * gguf.quants.dequantize of the blocks we write equals our dequantization bit for bit;
-  * blocks gguf.quants writes (Q8_0, Q4_0, F16, BF16) dequantize identically with ours;
+  * blocks gguf.quants writes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16) dequantize
+    identically with ours;
+  * ggml's round-to-nearest quantizers as we implement them (Q4_1, Q5_0, Q5_1) write the
+    bytes gguf.quants.quantize writes;
   * our searching quantizer's error is no worse than gguf's round-to-nearest one.
 Our blocks come from the test-only tool tests/quant/quant_dump (found via SQUEEZE_BUILD).
 """
 import os
 import subprocess
+import zlib
 
 import numpy as np
 import pytest
@@ -15,7 +19,8 @@ from gguf import quants
 
 BUILD = os.environ.get("SQUEEZE_BUILD", "build/release")
 TOOL = os.path.join(BUILD, "tests", "quant", "quant_dump")
-TYPES = ["Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
+TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
+GGML_RTN = ["Q4_1", "Q5_0", "Q5_1"]  # quant_dump quantize-ggml
 
 
 def data(kind, rows, cols, seed):
@@ -57,7 +62,7 @@ def same_bits(a, b):
 @pytest.mark.parametrize("qtype", TYPES)
 @pytest.mark.parametrize("kind", ["gauss", "heavy"])
 def test_gguf_dequantizes_our_blocks_bit_for_bit(tmp_path, qtype, kind):
-    x = data(kind, 16, 1024, seed=hash((qtype, kind)) & 0xFFFF)
+    x = data(kind, 16, 1024, seed=zlib.crc32(f"{qtype}/{kind}".encode()))  # stable across runs
     blocks, ours = ours_quantize(tmp_path, qtype, x)
     block_size, type_size = quants.GGML_QUANT_SIZES[T[qtype]]
     assert blocks.shape == (16, 1024 // block_size * type_size)
@@ -68,12 +73,12 @@ def test_gguf_dequantizes_our_blocks_bit_for_bit(tmp_path, qtype, kind):
 def test_importance_weighted_blocks_also_match(tmp_path):
     x = data("gauss", 8, 512, seed=3)
     imp = np.random.default_rng(4).lognormal(0, 1.5, 512).astype(np.float32)
-    for qtype in ["Q4_K", "Q5_K", "Q6_K", "Q4_0"]:
+    for qtype in ["Q4_K", "Q5_K", "Q6_K", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]:
         blocks, ours = ours_quantize(tmp_path, qtype, x, imp)
         assert same_bits(quants.dequantize(blocks, T[qtype]), ours), qtype
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "F16", "BF16"])
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "F16", "BF16"])
 def test_we_dequantize_gguf_blocks_bit_for_bit(tmp_path, qtype):
     x = data("heavy", 16, 512, seed=11)
     theirs_blocks = quants.quantize(x, T[qtype])
@@ -82,7 +87,7 @@ def test_we_dequantize_gguf_blocks_bit_for_bit(tmp_path, qtype):
     assert same_bits(quants.dequantize(raw, T[qtype]), ours)
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0"])
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
 def test_our_search_is_no_worse_than_round_to_nearest(tmp_path, qtype):
     x = data("gauss", 64, 1024, seed=5)
     _, ours = ours_quantize(tmp_path, qtype, x)
@@ -90,6 +95,32 @@ def test_our_search_is_no_worse_than_round_to_nearest(tmp_path, qtype):
     err_ours = float(np.mean((ours.astype(np.float64) - x) ** 2))
     err_theirs = float(np.mean((theirs.astype(np.float64) - x) ** 2))
     assert err_ours <= err_theirs
+
+
+def ours_quantize_ggml(tmp_path, qtype, x):
+    rows, cols = x.shape
+    src, blocks = tmp_path / "in.f32", tmp_path / "rtn.bin"
+    x.astype("<f4").tofile(src)
+    r = subprocess.run([TOOL, "quantize-ggml", qtype, str(rows), str(cols), str(src), str(blocks)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return np.fromfile(blocks, dtype=np.uint8).reshape(rows, -1)
+
+
+@pytest.mark.parametrize("qtype", GGML_RTN)
+@pytest.mark.parametrize("kind", ["gauss", "heavy", "uniform"])
+def test_ggml_round_to_nearest_writes_gguf_bytes(tmp_path, qtype, kind):
+    seed = {"Q4_1": 41, "Q5_0": 50, "Q5_1": 51}[qtype] * 10 + ["gauss", "heavy", "uniform"].index(kind)
+    if kind == "uniform":  # all-positive blocks, and a constant and a zero block
+        x = np.random.default_rng(seed).uniform(0.5, 2.0, (16, 1024)).astype(np.float32)
+        x[0, :32] = 0.75
+        x[1, 32:64] = 0.0
+    else:
+        x = data(kind, 16, 1024, seed)
+    ours = ours_quantize_ggml(tmp_path, qtype, x)
+    theirs = np.ascontiguousarray(quants.quantize(x, T[qtype])).view(np.uint8).reshape(16, -1)
+    assert ours.shape == theirs.shape
+    assert np.array_equal(ours, theirs), f"{int(np.sum(ours != theirs))} bytes differ"
 
 
 def test_tool_rejects_bad_input(tmp_path):
