@@ -129,3 +129,28 @@ def test_tool_rejects_bad_input(tmp_path):
     r = subprocess.run([TOOL, "quantize", "Q4_K", "1", "100", str(tmp_path / "in.f32"), str(tmp_path / "o"),
                         str(tmp_path / "d")], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "multiple" in r.stderr and r.stderr.count("\n") == 1
+
+
+# Real files (scripts/get-models puts them into $SQUEEZE_MODELS, default build/models):
+# every Q4_1 / Q5_0 / Q5_1 tensor, dequantized by us and by gguf-py, bit for bit.
+MODELS_DIR = os.environ.get("SQUEEZE_MODELS", os.path.join(os.path.dirname(__file__), "..", "..", "build", "models"))
+REAL_MODELS = ["SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf"]
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_real_model_tensors_dequantize_like_gguf_py(tmp_path, name):
+    from gguf import GGUFReader
+    path = os.path.join(MODELS_DIR, name)
+    if not os.path.exists(path):
+        pytest.skip(f"{path} absent (scripts/get-models)")
+    checked = 0
+    for t in GGUFReader(path).tensors:
+        if t.tensor_type.name not in ("Q4_1", "Q5_0", "Q5_1"):
+            continue
+        raw = np.ascontiguousarray(t.data).view(np.uint8)
+        cols = int(t.shape[0])
+        raw = raw.reshape(-1, cols // 32 * quants.GGML_QUANT_SIZES[t.tensor_type][1])
+        ours = ours_dequantize(tmp_path, t.tensor_type.name, raw, cols)
+        assert same_bits(quants.dequantize(raw, t.tensor_type).reshape(ours.shape), ours), t.name
+        checked += 1
+    assert checked > 0
