@@ -24,7 +24,8 @@ using namespace squeeze;
 using quant::GgmlType;
 
 constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                               GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                               GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 // Rotate over at least this many weight bytes (8× the L3) so each GEMV reads from DRAM.
 constexpr size_t kRotateBytes = size_t{256} << 20;
 

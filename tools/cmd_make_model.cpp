@@ -17,7 +17,7 @@ int run_make_model(int argc, char** argv) {
                           "Write a GGUF model with random weights, a byte-level BPE tokenizer and the\n"
                           "shapes of a built-in config (overridable), for tests and benchmarks.");
   args.option({"-o", "--output"}, "FILE", "output GGUF path")
-      .option({"--type"}, "TYPE", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K", "F32")
+      .option({"--type"}, "TYPE", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K", "F32")
       .int_option({"--seed"}, "N", "random seed", {0, squeeze::cli::kMaxSeed}, "1");
   squeeze::cli::add_config_options(args, "glimmer-tiny");
   if (!args.parse(argc, argv)) return 0;

@@ -27,7 +27,7 @@ using kernels::cpu::kv_type_name;
 //  - a preset or ggml type name: the per-tensor rules of model/quant_rules.h (Q4_K_M,
 //    Q5_K_M: base Q4_K / Q5_K, output head Q6_K, attn_v and ffn_down Q6_K on the "more
 //    bits" layers; Q4_K_S/Q5_K_S: base type, output Q6_K — SPEC §1's ~4.55 bpw mix;
-//    Q4_0, Q6_K: that type, output Q6_K; Q8_0, F16, BF16, F32 and any other ggml type
+//    Q4_0, Q4_1, Q5_0, Q5_1, Q6_K: that type, output Q6_K; Q8_0, F16, BF16, F32 and any other ggml type
 //    name: that type everywhere), with llama.cpp's row fallbacks (Q4_K→Q5_0, Q5_K→Q5_1,
 //    Q6_K→Q8_0, then F16), since the file may be written by another tool;
 //  - a number like "5.3" (or "5.3bpw"): that many bits per weight on every matrix.

@@ -23,6 +23,9 @@ uint32_t pure_file_type(GgmlType t) {
     case GgmlType::F32: return 0;
     case GgmlType::F16: return 1;
     case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
     case GgmlType::Q8_0: return 7;
     case GgmlType::Q6_K: return 18;
     case GgmlType::BF16: return 32;
@@ -39,6 +42,9 @@ std::optional<QuantPreset> find_quant_preset(std::string_view name_in) {
   if (name == "Q4_K_S") return QuantPreset{name, GgmlType::Q4_K, GgmlType::Q6_K, false, 14};
   if (name == "Q5_K_S") return QuantPreset{name, GgmlType::Q5_K, GgmlType::Q6_K, false, 16};
   if (name == "Q4_0") return QuantPreset{name, GgmlType::Q4_0, GgmlType::Q6_K, false, 2};
+  if (name == "Q4_1") return QuantPreset{name, GgmlType::Q4_1, GgmlType::Q6_K, false, 3};
+  if (name == "Q5_0") return QuantPreset{name, GgmlType::Q5_0, GgmlType::Q6_K, false, 8};
+  if (name == "Q5_1") return QuantPreset{name, GgmlType::Q5_1, GgmlType::Q6_K, false, 9};
   if (name == "Q6_K") return QuantPreset{name, GgmlType::Q6_K, GgmlType::Q6_K, false, 18};
   if (auto t = gguf::ggml_type_from_name(name)) return QuantPreset{name, *t, *t, false, pure_file_type(*t)};
   return std::nullopt;

@@ -5,7 +5,8 @@
 // Rules (the choices of llama.cpp's llama_tensor_get_type):
 //  - 1-D tensors and *_norm weights stay F32;
 //  - the output head (token_embd when the output is tied) gets the preset's output type
-//    (Q6_K for the 4/5/6-bit presets and Q4_0; the type itself for Q8_0/F16/BF16/F32);
+//    (Q6_K for the 4/5/6-bit presets and Q4_0/Q4_1/Q5_0/Q5_1; the type itself for
+//    Q8_0/F16/BF16/F32);
 //  - Q4_K_M / Q5_K_M: attn_v and ffn_down → Q6_K on the "more bits" layers (the first
 //    n/8, the last n/8 and every third in between); the rest gets the base type;
 //  - Q4_K_S / Q5_K_S: our simplification, base type everywhere but the output head

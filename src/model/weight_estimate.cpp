@@ -44,7 +44,8 @@ WeightEstimate estimate_weights(const ModelConfig& c, std::string_view type_name
   } else {
     const auto p = find_quant_preset(name);
     SQZ_CHECK(p.has_value(), "unknown weight type '", type_name,
-              "' (presets Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, F16, BF16, F32; any ggml type name; "
+              "' (presets Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16, F32; "
+              "any ggml type name; "
               "or bits per weight like 4.85)");
     const auto base_info = gguf::ggml_type_info(p->base);
     SQZ_CHECK(base_info.block_size > 0 && p->base != GgmlType::Q8_K && p->base != GgmlType::I8 &&

@@ -8,7 +8,7 @@
 
 namespace squeeze::quant {
 
-inline constexpr int kQK = 32;     // elements per Q8_0 / Q4_0 block
+inline constexpr int kQK = 32;     // elements per Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 block
 inline constexpr int kQK_K = 256;  // elements per K-quant super-block
 inline constexpr int kKScaleBytes = 12;  // packed 6-bit scales+mins of Q4_K/Q5_K
 
@@ -21,6 +21,29 @@ struct BlockQ8_0 {
 // value = d * (nibble - 8); byte j: element j in the low nibble, element j+16 in the high.
 struct BlockQ4_0 {
   uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+
+// value = d * nibble + m; nibbles as in Q4_0.
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kQK / 2];
+};
+
+// value = d * (q - 16), q = nibble | (bit j of qh) << 4 for element j (qh read as a
+// little-endian u32); nibbles as in Q4_0.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+
+// value = d * q + m, q 5-bit as in Q5_0.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
   uint8_t qs[kQK / 2];
 };
 
@@ -62,6 +85,9 @@ struct BlockQ8_K {
 
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);

@@ -1,6 +1,8 @@
-// quant/dot_avx2_q8.cpp — AVX2 dots of the 32-element types (Q8_0, Q4_0) with Q8_0
-// activations, and the AVX2 activation quantizers (Q8_0, Q8_K). Compiled for AVX2.
+// quant/dot_avx2_q8.cpp — AVX2 dots of the 32-element types (Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1) with Q8_0 activations, and the AVX2 activation quantizers (Q8_0, Q8_K). Compiled
+// for AVX2.
 #include <cmath>
+#include <cstring>
 
 #include "core/dtype.h"
 #include "quant/avx2_common.h"
@@ -12,12 +14,41 @@ namespace {
 
 using namespace avx2;
 
-// Decoded weight codes of one block as 32 signed bytes.
+// The offset types (value d·q + m) have unsigned codes and a second term m·Σa; the
+// others have signed codes and none.
+template <typename Block> constexpr bool kOffset = false;
+template <> constexpr bool kOffset<BlockQ4_1> = true;
+template <> constexpr bool kOffset<BlockQ5_1> = true;
+
+// The 32 nibbles of a 4-/5-bit block in element order: low nibbles are elements 0..15,
+// high nibbles 16..31.
+inline __m256i nibbles(const uint8_t* qs) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+}
+
+// 0xFF in byte j where bit j of qh (a little-endian u32) is set, else 0: byte j takes qh
+// byte j/8, and OR-ing every bit but j%8 leaves 0xFF exactly when that bit is set.
+inline __m256i bit_bytes(const uint8_t* qh) {
+  uint32_t h;
+  std::memcpy(&h, qh, sizeof h);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(h)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+  const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+  return _mm256_cmpeq_epi8(_mm256_or_si256(spread, others), _mm256_set1_epi64x(-1));
+}
+
+// Decoded weight codes of one block as 32 bytes (signed, or unsigned for kOffset types).
 inline __m256i codes(const BlockQ8_0& b) { return load(b.qs); }
-inline __m256i codes(const BlockQ4_0& b) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);  // elements 16..31 from the high nibbles
-  return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+inline __m256i codes(const BlockQ4_0& b) { return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8)); }
+inline __m256i codes(const BlockQ4_1& b) { return nibbles(b.qs); }
+// q − 16 as a signed byte: nibble − 16 is 0xF0 | nibble where the fifth bit is clear.
+inline __m256i codes(const BlockQ5_0& b) {
+  return _mm256_or_si256(nibbles(b.qs), _mm256_andnot_si256(bit_bytes(b.qh), _mm256_set1_epi8(static_cast<char>(0xF0))));
+}
+inline __m256i codes(const BlockQ5_1& b) {
+  return _mm256_or_si256(nibbles(b.qs), _mm256_and_si256(bit_bytes(b.qh), _mm256_set1_epi8(0x10)));
 }
 
 // NT activation rows share each decoded weight block (NT = 1 is the plain dot).
@@ -30,16 +61,33 @@ void dot_rows(int64_t n, const void* w, const void* a, int64_t stride, float* ou
     y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const char*>(a) + t * stride);
     acc[t] = _mm256_setzero_ps();
   }
+  const __m256i ones16 = _mm256_set1_epi16(1);
   // Two blocks per step into separate accumulators (the FMA chain is the latency
   // bound otherwise); one prefetch per pair (~one cache line of blocks).
   auto step = [&](int64_t i, __m256* acc_row) {
     const __m256i q = codes(x[i]);
-    const __m256i aq = _mm256_sign_epi8(q, q);
     const float dx = half(x[i].d);
-    for (int t = 0; t < NT; ++t) {
-      const __m256i p16 = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(load(y[t][i].qs), q));
-      const __m256i p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-      acc_row[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * half(y[t][i].d)), _mm256_cvtepi32_ps(p32), acc_row[t]);
+    if constexpr (kOffset<Block>) {
+      // Unsigned codes go straight into maddubs (q ≤ 31: no i16 saturation). The offset
+      // term m·da·Σc is added to the block's d-term before the accumulator, keeping the
+      // accumulator chain one add long.
+      const float mx = half(x[i].m);
+      for (int t = 0; t < NT; ++t) {
+        const __m256i ay = load(y[t][i].qs);
+        const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(q, ay), ones16);
+        const __m256i c32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), ay), ones16);
+        const float dy = half(y[t][i].d);
+        const __m256 term = _mm256_fmadd_ps(_mm256_set1_ps(mx * dy), _mm256_cvtepi32_ps(c32),
+                                            _mm256_mul_ps(_mm256_set1_ps(dx * dy), _mm256_cvtepi32_ps(p32)));
+        acc_row[t] = _mm256_add_ps(acc_row[t], term);
+      }
+    } else {
+      const __m256i aq = _mm256_sign_epi8(q, q);
+      for (int t = 0; t < NT; ++t) {
+        const __m256i p16 = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(load(y[t][i].qs), q));
+        const __m256i p32 = _mm256_madd_epi16(p16, ones16);
+        acc_row[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * half(y[t][i].d)), _mm256_cvtepi32_ps(p32), acc_row[t]);
+      }
     }
   };
   __m256 acc2[NT];
@@ -47,7 +95,7 @@ void dot_rows(int64_t n, const void* w, const void* a, int64_t stride, float* ou
   const int64_t nb = n / kQK;
   int64_t i = 0;
   for (; i + 2 <= nb; i += 2) {
-    prefetch_ahead<64>(x + i);  // a pair of blocks: ≤ 68 bytes, ~one line
+    prefetch_ahead<64>(x + i);  // a pair of blocks: 36 to 68 bytes, ~one line
     step(i, acc);
     step(i + 1, acc2);
   }
@@ -87,22 +135,21 @@ inline float abs_max(const float* x, int n) {
 
 }  // namespace
 
-float avx2_dot_q8_0(int64_t n, const void* w, const void* a) {
-  float r;
-  dot_rows<BlockQ8_0, 1>(n, w, a, 0, &r);
-  return r;
-}
-void avx2_multi_q8_0(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {
-  dot_multi<BlockQ8_0>(n, w, a, s, nt, out);
-}
-float avx2_dot_q4_0(int64_t n, const void* w, const void* a) {
-  float r;
-  dot_rows<BlockQ4_0, 1>(n, w, a, 0, &r);
-  return r;
-}
-void avx2_multi_q4_0(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {
-  dot_multi<BlockQ4_0>(n, w, a, s, nt, out);
-}
+#define SQZ_DOT_32(T, B)                                                                \
+  float avx2_dot_##T(int64_t n, const void* w, const void* a) {                          \
+    float r;                                                                             \
+    dot_rows<B, 1>(n, w, a, 0, &r);                                                      \
+    return r;                                                                            \
+  }                                                                                      \
+  void avx2_multi_##T(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) { \
+    dot_multi<B>(n, w, a, s, nt, out);                                                   \
+  }
+SQZ_DOT_32(q8_0, BlockQ8_0)
+SQZ_DOT_32(q4_0, BlockQ4_0)
+SQZ_DOT_32(q4_1, BlockQ4_1)
+SQZ_DOT_32(q5_0, BlockQ5_0)
+SQZ_DOT_32(q5_1, BlockQ5_1)
+#undef SQZ_DOT_32
 
 // Same arithmetic as ref_quantize_act_q8_0 (x·(127/amax), ties to even), same bytes.
 void avx2_quantize_act_q8_0(const float* x, void* dst, int64_t n) {

@@ -17,12 +17,20 @@ SQZ_QUANT_REF_DECL(f16)
 SQZ_QUANT_REF_DECL(bf16)
 SQZ_QUANT_REF_DECL(q8_0)
 SQZ_QUANT_REF_DECL(q4_0)
+SQZ_QUANT_REF_DECL(q4_1)
+SQZ_QUANT_REF_DECL(q5_0)
+SQZ_QUANT_REF_DECL(q5_1)
 SQZ_QUANT_REF_DECL(q4_k)
 SQZ_QUANT_REF_DECL(q5_k)
 SQZ_QUANT_REF_DECL(q6_k)
 #undef SQZ_QUANT_REF_DECL
 void ref_quantize_q8_k(const float* x, void* dst, int64_t n, const float* importance);
 void ref_dequantize_q8_k(const void* src, float* y, int64_t n);
+// ggml's round-to-nearest reference quantizers (ref_q4q5.cpp): the bytes ggml and the
+// gguf package write, for the cross-check with them; the table's quantizers search.
+void rtn_quantize_q4_1(const float* x, void* dst, int64_t n);
+void rtn_quantize_q5_0(const float* x, void* dst, int64_t n);
+void rtn_quantize_q5_1(const float* x, void* dst, int64_t n);
 // Round-to-nearest activation quantizers.
 void ref_quantize_act_q8_0(const float* x, void* dst, int64_t n);
 void ref_quantize_act_q8_k(const float* x, void* dst, int64_t n);
@@ -39,6 +47,9 @@ void avx2_multi_bf16(int64_t n, const void* w, const void* a, int64_t stride, in
   void avx2_multi_##T(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out);
 SQZ_QUANT_AVX2_DECL(q8_0)
 SQZ_QUANT_AVX2_DECL(q4_0)
+SQZ_QUANT_AVX2_DECL(q4_1)
+SQZ_QUANT_AVX2_DECL(q5_0)
+SQZ_QUANT_AVX2_DECL(q5_1)
 SQZ_QUANT_AVX2_DECL(q4_k)
 SQZ_QUANT_AVX2_DECL(q5_k)
 SQZ_QUANT_AVX2_DECL(q6_k)

@@ -23,6 +23,9 @@ double representable_max(GgmlType type) {
     case GgmlType::F16: return kF16Max;
     case GgmlType::Q8_0: return kF16Max * 127;
     case GgmlType::Q4_0: return kF16Max * 8;
+    case GgmlType::Q5_0: return kF16Max * 16;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1: return kF16Max;  // the f16 offset m holds the block's min
     case GgmlType::Q4_K: return kF16Max * 63 * 15;
     case GgmlType::Q5_K: return kF16Max * 63 * 31;
     case GgmlType::Q6_K: return kF16Max * 128 * 32;

@@ -48,10 +48,11 @@ float search_symmetric(int n, const float* x, const float* w, int qmin, int qmax
   return best_d;
 }
 
-float search_affine(int n, const float* x, const float* w, int qmax, float* m_out, uint8_t* q) {
+float search_affine(int n, const float* x, const float* w, int qmax, float* m_out, uint8_t* q, AffineMin mins) {
+  const bool non_negative = mins == AffineMin::non_negative;
   float lo = x[0], hi = x[0];
   for (int i = 1; i < n; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
-  lo = std::min(lo, 0.0f);  // the min term can only lower values
+  if (non_negative) lo = std::min(lo, 0.0f);  // the min term can only lower values
   if (!(hi - lo > 1e-30f) || !std::isfinite(hi - lo)) {
     std::fill(q, q + n, uint8_t{0});
     *m_out = -lo;
@@ -68,11 +69,11 @@ float search_affine(int n, const float* x, const float* w, int qmax, float* m_ou
       const double wi = w ? w[i] : 1.0;
       sw += wi, sq += wi * l[i], sqq += wi * l[i] * l[i], sx += wi * x[i], sqx += wi * l[i] * x[i];
     }
-    // Weighted least squares for x ≈ s·l + b, then b ≤ 0 enforced (b = −m).
+    // Weighted least squares for x ≈ s·l + b, then b ≤ 0 enforced if asked (b = −m).
     const double det = sw * sqq - sq * sq;
     if (det <= 0) continue;
     double s = (sw * sqx - sq * sx) / det, b = (sqq * sx - sq * sqx) / det;
-    if (b > 0) b = 0, s = sqx / sqq;
+    if (non_negative && b > 0) b = 0, s = sqx / sqq;
     if (!(s > 0)) continue;
     double err = 0;
     for (int i = 0; i < n; ++i) {

@@ -19,11 +19,18 @@ inline constexpr float kSearchStep = 0.1f;
 // Returns d (possibly negative); q receives the codes for that d.
 float search_symmetric(int n, const float* x, const float* w, int qmin, int qmax, int8_t* q);
 
-// x[i] ≈ s·q[i] − m, q in [0, qmax], s ≥ 0, m ≥ 0 (the Q4_K/Q5_K sub-block form: mins
-// are stored unsigned and subtracted). Candidates span the group's [min(x,0), max(x)]
-// range; each is refitted with a 2×2 weighted least squares for (s, m), keeping m ≥ 0.
+// Which mins search_affine may choose.
+enum class AffineMin {
+  non_negative,  // m ≥ 0: the Q4_K/Q5_K sub-block form (mins stored unsigned, subtracted)
+  free,          // any sign: Q4_1/Q5_1 store the offset as a signed f16
+};
+
+// x[i] ≈ s·q[i] − m, q in [0, qmax], s ≥ 0. Candidates span the group's range
+// ([min(x,0), max(x)] when m must be ≥ 0, else [min(x), max(x)]); each is refitted with
+// a 2×2 weighted least squares for (s, m), keeping m ≥ 0 when asked.
 // Returns s; m and the codes q are written.
-float search_affine(int n, const float* x, const float* w, int qmax, float* m, uint8_t* q);
+float search_affine(int n, const float* x, const float* w, int qmax, float* m, uint8_t* q,
+                    AffineMin mins = AffineMin::non_negative);
 
 // Element weights for importance-weighted quantization of one block: w[i] =
 // importance[i]·sqrt(σ² + x[i]²) with σ² the block's mean square. importance null →

@@ -19,7 +19,8 @@ void ref_multi(int64_t n, const void* w, const void* a, int64_t stride, int nt, 
 }
 
 constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                               GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                               GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 #define SQZ_REF_ROW(T, ENUM, NAME, BS, BB, DOT_T, ACT)                                                      \
   QuantTraits{GgmlType::ENUM, Isa::Scalar, NAME, BS, BB, GgmlType::DOT_T, ref_dequantize_##T, ref_quantize_##T, ACT, \
@@ -33,6 +34,9 @@ const std::array kScalar{
     SQZ_REF_ROW(bf16, BF16, "BF16", 1, 2, F32, nullptr),
     SQZ_REF_ROW(q8_0, Q8_0, "Q8_0", 32, 34, Q8_0, ref_quantize_act_q8_0),
     SQZ_REF_ROW(q4_0, Q4_0, "Q4_0", 32, 18, Q8_0, nullptr),
+    SQZ_REF_ROW(q4_1, Q4_1, "Q4_1", 32, 20, Q8_0, nullptr),
+    SQZ_REF_ROW(q5_0, Q5_0, "Q5_0", 32, 22, Q8_0, nullptr),
+    SQZ_REF_ROW(q5_1, Q5_1, "Q5_1", 32, 24, Q8_0, nullptr),
     SQZ_REF_ROW(q4_k, Q4_K, "Q4_K", 256, 144, Q8_K, nullptr),
     SQZ_REF_ROW(q5_k, Q5_K, "Q5_K", 256, 176, Q8_K, nullptr),
     SQZ_REF_ROW(q6_k, Q6_K, "Q6_K", 256, 210, Q8_K, nullptr),
@@ -46,6 +50,9 @@ const std::array kAvx2{
     SQZ_AVX2_ROW(bf16, BF16, "BF16", 1, 2, F32, nullptr, ref_dequantize_bf16),
     SQZ_AVX2_ROW(q8_0, Q8_0, "Q8_0", 32, 34, Q8_0, avx2_quantize_act_q8_0, ref_dequantize_q8_0),
     SQZ_AVX2_ROW(q4_0, Q4_0, "Q4_0", 32, 18, Q8_0, nullptr, ref_dequantize_q4_0),
+    SQZ_AVX2_ROW(q4_1, Q4_1, "Q4_1", 32, 20, Q8_0, nullptr, ref_dequantize_q4_1),
+    SQZ_AVX2_ROW(q5_0, Q5_0, "Q5_0", 32, 22, Q8_0, nullptr, ref_dequantize_q5_0),
+    SQZ_AVX2_ROW(q5_1, Q5_1, "Q5_1", 32, 24, Q8_0, nullptr, ref_dequantize_q5_1),
     SQZ_AVX2_ROW(q4_k, Q4_K, "Q4_K", 256, 144, Q8_K, nullptr, avx2_dequantize_q4_k),
     SQZ_AVX2_ROW(q5_k, Q5_K, "Q5_K", 256, 176, Q8_K, nullptr, ref_dequantize_q5_k),
     SQZ_AVX2_ROW(q6_k, Q6_K, "Q6_K", 256, 210, Q8_K, nullptr, avx2_dequantize_q6_k),

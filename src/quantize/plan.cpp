@@ -13,7 +13,8 @@ namespace {
 
 // The presets `squeeze quantize` accepts as TYPE (a subset of model/quant_rules.h's:
 // those whose every type squeeze computes with).
-constexpr const char* kPresets[] = {"Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q6_K", "Q8_0", "Q4_0", "F16", "BF16", "F32"};
+constexpr const char* kPresets[] = {"Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q6_K", "Q8_0", "Q5_1",
+                                    "Q5_0",   "Q4_1",   "Q4_0",   "F16",    "BF16", "F32"};
 
 std::string type_name(GgmlType t) { return std::string(gguf::ggml_type_info(t).name); }
 
@@ -63,7 +64,8 @@ SourceModel source_from_config(const model::ModelConfig& c) {
 GgmlType parse_tensor_type(const std::string& text, const std::string& what) {
   const auto t = gguf::ggml_type_from_name(text);
   if (!t || !quant::is_supported(*t) || *t == GgmlType::Q8_K)
-    fail(what, ": '", text, "' is not a type squeeze can store weights in (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+    fail(what, ": '", text, "' is not a type squeeze can store weights in (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
+         "Q5_1, Q4_K, Q5_K, Q6_K)");
   return *t;
 }
 
@@ -167,6 +169,9 @@ uint32_t mostly_file_type(const Plan& plan) {
   switch (best) {
     case GgmlType::F16: return 1;
     case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
     case GgmlType::Q8_0: return 7;
     case GgmlType::Q4_K: return 14;  // "mostly Q4_K" (Q4_K_S)
     case GgmlType::Q5_K: return 16;  // "mostly Q5_K" (Q5_K_S)

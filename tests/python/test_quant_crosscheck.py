@@ -1,7 +1,10 @@
 """tests/python/test_quant_crosscheck.py — our block formats against an independent
 implementation, the `gguf` package's numpy (de)quantizers:
   * gguf.quants.dequantize of the blocks we write equals our dequantization bit for bit;
-  * blocks gguf.quants writes (Q8_0, Q4_0, F16, BF16) dequantize identically with ours;
+  * blocks gguf.quants writes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16) dequantize
+    identically with ours;
+  * ggml's round-to-nearest quantizers as we implement them (Q4_1, Q5_0, Q5_1) write the
+    bytes gguf.quants.quantize writes;
   * our searching quantizer's error is no worse than gguf's round-to-nearest one.
 Our blocks come from the test-only tool tests/quant/quant_dump (found via SQUEEZE_BUILD).
 """
@@ -17,7 +20,8 @@ from gguf import quants
 
 BUILD = os.environ.get("SQUEEZE_BUILD", "build/release")
 TOOL = os.path.join(BUILD, "tests", "quant", "quant_dump")
-TYPES = ["Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
+TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
+GGML_RTN = ["Q4_1", "Q5_0", "Q5_1"]  # quant_dump quantize-ggml
 
 
 def data(kind, rows, cols, seed):
@@ -84,12 +88,12 @@ def test_gguf_dequantizes_our_blocks_bit_for_bit(tmp_path, qtype, kind):
 def test_importance_weighted_blocks_also_match(tmp_path):
     x = data("gauss", 8, 512, seed=3)
     imp = np.random.default_rng(4).lognormal(0, 1.5, 512).astype(np.float32)
-    for qtype in ["Q4_K", "Q5_K", "Q6_K", "Q4_0"]:
+    for qtype in ["Q4_K", "Q5_K", "Q6_K", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]:
         blocks, ours = ours_quantize(tmp_path, qtype, x, imp)
         assert same_bits(quants.dequantize(blocks, T[qtype]), ours), qtype
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "F16", "BF16"])
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "F16", "BF16"])
 def test_we_dequantize_gguf_blocks_bit_for_bit(tmp_path, qtype):
     x = data("heavy", 16, 512, seed=11)
     theirs_blocks = quants.quantize(x, T[qtype])
@@ -98,7 +102,7 @@ def test_we_dequantize_gguf_blocks_bit_for_bit(tmp_path, qtype):
     assert same_bits(quants.dequantize(raw, T[qtype]), ours)
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0"])
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
 def test_our_search_is_no_worse_than_round_to_nearest(tmp_path, qtype):
     x = data("gauss", 64, 1024, seed=5)
     _, ours = ours_quantize(tmp_path, qtype, x)
@@ -108,9 +112,60 @@ def test_our_search_is_no_worse_than_round_to_nearest(tmp_path, qtype):
     assert err_ours <= err_theirs
 
 
+def ours_quantize_ggml(tmp_path, qtype, x):
+    rows, cols = x.shape
+    src, blocks = tmp_path / "in.f32", tmp_path / "rtn.bin"
+    x.astype("<f4").tofile(src)
+    r = subprocess.run([TOOL, "quantize-ggml", qtype, str(rows), str(cols), str(src), str(blocks)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return np.fromfile(blocks, dtype=np.uint8).reshape(rows, -1)
+
+
+@pytest.mark.parametrize("qtype", GGML_RTN)
+@pytest.mark.parametrize("kind", ["gauss", "heavy", "uniform"])
+def test_ggml_round_to_nearest_writes_gguf_bytes(tmp_path, qtype, kind):
+    seed = {"Q4_1": 41, "Q5_0": 50, "Q5_1": 51}[qtype] * 10 + ["gauss", "heavy", "uniform"].index(kind)
+    if kind == "uniform":  # all-positive blocks, and a constant and a zero block
+        x = np.random.default_rng(seed).uniform(0.5, 2.0, (16, 1024)).astype(np.float32)
+        x[0, :32] = 0.75
+        x[1, 32:64] = 0.0
+    else:
+        x = data(kind, 16, 1024, seed)
+    ours = ours_quantize_ggml(tmp_path, qtype, x)
+    theirs = np.ascontiguousarray(quants.quantize(x, T[qtype])).view(np.uint8).reshape(16, -1)
+    assert ours.shape == theirs.shape
+    assert np.array_equal(ours, theirs), f"{int(np.sum(ours != theirs))} bytes differ"
+
+
 def test_tool_rejects_bad_input(tmp_path):
     x = np.ones((1, 100), np.float32)
     x.tofile(tmp_path / "in.f32")
     r = subprocess.run([TOOL, "quantize", "Q4_K", "1", "100", str(tmp_path / "in.f32"), str(tmp_path / "o"),
                         str(tmp_path / "d")], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "multiple" in r.stderr and r.stderr.count("\n") == 1
+
+
+# Real files (scripts/get-models puts them into $SQUEEZE_MODELS, default build/models):
+# every Q4_1 / Q5_0 / Q5_1 tensor, dequantized by us and by gguf-py, bit for bit.
+MODELS_DIR = os.environ.get("SQUEEZE_MODELS", os.path.join(os.path.dirname(__file__), "..", "..", "build", "models"))
+REAL_MODELS = ["SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf"]
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_real_model_tensors_dequantize_like_gguf_py(tmp_path, name):
+    from gguf import GGUFReader
+    path = os.path.join(MODELS_DIR, name)
+    if not os.path.exists(path):
+        pytest.skip(f"{path} absent (scripts/get-models)")
+    checked = 0
+    for t in GGUFReader(path).tensors:
+        if t.tensor_type.name not in ("Q4_1", "Q5_0", "Q5_1"):
+            continue
+        raw = np.ascontiguousarray(t.data).view(np.uint8)
+        cols = int(t.shape[0])
+        raw = raw.reshape(-1, cols // 32 * quants.GGML_QUANT_SIZES[t.tensor_type][1])
+        ours = ours_dequantize(tmp_path, t.tensor_type.name, raw, cols)
+        assert same_bits(quants.dequantize(raw, t.tensor_type).reshape(ours.shape), ours), t.name
+        checked += 1
+    assert checked > 0

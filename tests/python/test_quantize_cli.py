@@ -16,7 +16,7 @@ SQ = os.environ.get("SQUEEZE_BIN", "build/release/tools/squeeze")
 # glimmer-tiny widened so every row fits a 256-block: q_dim 256, kv_dim 128, n_ff 512.
 SHAPE = ["--config", "glimmer-tiny", "--layers", "4", "--embd", "256", "--heads", "4",
          "--head-dim", "64", "--ff", "512", "--vocab", "512"]
-PRESETS = ["Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S", "Q4_K_M", "Q4_K_S", "Q4_0", "F16", "BF16"]
+PRESETS = ["Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S", "Q4_K_M", "Q4_K_S", "Q5_1", "Q5_0", "Q4_1", "Q4_0", "F16", "BF16"]
 
 
 def run(*args, check=True):
@@ -94,7 +94,7 @@ def test_every_preset_loads_and_follows_the_rules(work, quantized, preset):
 
 
 def test_generate_runs_on_quantized_models(quantized):
-    for preset in ("Q4_K_M", "Q4_0", "BF16"):
+    for preset in ("Q4_K_M", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "BF16"):
         r = run("generate", "-m", quantized[preset][0], "-p", "the quick", "-n", "4", "--temp", "0")
         assert "prompt:" in r.stderr
 

@@ -5,6 +5,9 @@
 //     quantizes raw little-endian f32 [ROWS, COLS]; writes the blocks and our dequantization
 //   quant_dump dequantize TYPE ROWS COLS IN.bin OUT.f32
 //     dequantizes raw blocks with our kernels
+//   quant_dump quantize-ggml TYPE ROWS COLS IN.f32 OUT.bin
+//     quantizes with ggml's round-to-nearest reference quantizer (Q4_1, Q5_0, Q5_1), the
+//     bytes ggml and the gguf package write
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -13,6 +16,7 @@
 
 #include "core/error.h"
 #include "gguf/ggml_type.h"
+#include "quant/kernels_impl.h"
 #include "quant/quantize.h"
 
 namespace {
@@ -34,7 +38,7 @@ void write_all(const std::string& path, const void* p, size_t n) {
 }
 
 int run(int argc, char** argv) {
-  SQZ_CHECK(argc >= 7, "usage: quant_dump quantize|dequantize TYPE ROWS COLS IN OUT [OUT.f32 [IMPORTANCE]]");
+  SQZ_CHECK(argc >= 7, "usage: quant_dump quantize|quantize-ggml|dequantize TYPE ROWS COLS IN OUT [OUT.f32 [IMPORTANCE]]");
   const std::string mode = argv[1];
   const auto type = gguf::ggml_type_from_name(argv[2]);
   SQZ_CHECK(type.has_value(), "unknown type ", argv[2]);
@@ -52,6 +56,16 @@ int run(int argc, char** argv) {
     write_all(argv[6], q.data(), q.size());
     const auto back = quant::dequantize_tensor(*type, q.data(), rows, cols);
     write_all(argv[7], back.data(), back.size() * 4);
+  } else if (mode == "quantize-ggml") {
+    void (*rtn)(const float*, void*, int64_t) = nullptr;
+    if (*type == gguf::GgmlType::Q4_1) rtn = quant::impl::rtn_quantize_q4_1;
+    if (*type == gguf::GgmlType::Q5_0) rtn = quant::impl::rtn_quantize_q5_0;
+    if (*type == gguf::GgmlType::Q5_1) rtn = quant::impl::rtn_quantize_q5_1;
+    SQZ_CHECK(rtn != nullptr, "quantize-ggml: no round-to-nearest reference for ", argv[2]);
+    const auto in = read_all(argv[5], static_cast<size_t>(rows * cols * 4));
+    std::vector<uint8_t> q(static_cast<size_t>(rows * rb));
+    for (int64_t r = 0; r < rows; ++r) rtn(reinterpret_cast<const float*>(in.data()) + r * cols, q.data() + r * rb, cols);
+    write_all(argv[6], q.data(), q.size());
   } else if (mode == "dequantize") {
     const auto in = read_all(argv[5], static_cast<size_t>(rows * rb));
     const auto back = quant::dequantize_tensor(*type, in.data(), rows, cols);

@@ -38,7 +38,7 @@ inline std::vector<float> heavy_tailed(int64_t n) {
 constexpr double kU = 5.96e-8;
 
 // The part of each dequantized weight that the kernels handle as a separate term
-// (Q4_K/Q5_K: −dmin·m; Q6_K: −32·d·sc), found by dequantizing the block with every
+// (Q4_K/Q5_K: −dmin·m; Q4_1/Q5_1: +m; Q6_K: −32·d·sc), found by dequantizing the block with every
 // code zeroed. Sums of |w| + 2|offset| bound the magnitudes the kernels add, so
 // cancellation between the terms is accounted for in the error bounds.
 inline std::vector<float> code_zero_offsets(GgmlType type, const void* row, int64_t n) {
@@ -50,6 +50,12 @@ inline std::vector<float> code_zero_offsets(GgmlType type, const void* row, int6
     uint8_t* p = copy.data() + b * t.block_bytes;
     switch (type) {
       case GgmlType::Q4_K: std::memset(reinterpret_cast<quant::BlockQ4_K*>(p)->qs, 0, 128); break;
+      case GgmlType::Q4_1: std::memset(reinterpret_cast<quant::BlockQ4_1*>(p)->qs, 0, 16); break;
+      case GgmlType::Q5_1: {
+        auto* q = reinterpret_cast<quant::BlockQ5_1*>(p);
+        std::memset(q->qs, 0, sizeof q->qs), std::memset(q->qh, 0, sizeof q->qh);
+        break;
+      }
       case GgmlType::Q5_K: {
         auto* q = reinterpret_cast<quant::BlockQ5_K*>(p);
         std::memset(q->qs, 0, sizeof q->qs), std::memset(q->qh, 0, sizeof q->qh);

@@ -37,7 +37,11 @@ TEST(QuantTraits, GeometryMatchesGgufTypeTable) {
   }
   EXPECT_EQ(traits(GgmlType::Q4_K).dot_type, GgmlType::Q8_K);
   EXPECT_EQ(traits(GgmlType::Q6_K).dot_type, GgmlType::Q8_K);
-  EXPECT_EQ(traits(GgmlType::Q4_0).dot_type, GgmlType::Q8_0);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1})
+    EXPECT_EQ(traits(t).dot_type, GgmlType::Q8_0);
+  EXPECT_NEAR(bits_per_weight(GgmlType::Q4_1), 5.0, 1e-12);
+  EXPECT_NEAR(bits_per_weight(GgmlType::Q5_0), 5.5, 1e-12);
+  EXPECT_NEAR(bits_per_weight(GgmlType::Q5_1), 6.0, 1e-12);
   EXPECT_EQ(traits(GgmlType::BF16).dot_type, GgmlType::F32);
   EXPECT_NEAR(bits_per_weight(GgmlType::Q4_K), 4.5, 1e-12);
   EXPECT_NEAR(bits_per_weight(GgmlType::Q6_K), 6.5625, 1e-12);
@@ -88,6 +92,9 @@ GridModel grid_of(GgmlType t) {
   switch (t) {
     case GgmlType::Q8_0: return {32, 127, false, kSlackF16Scale};
     case GgmlType::Q4_0: return {32, 8, false, kSlackF16Scale};
+    case GgmlType::Q5_0: return {32, 16, false, kSlackF16Scale};
+    case GgmlType::Q4_1: return {32, 15, true, kSlackF16Scale};  // + f16 m: ≤ 2^-12 of the block's min
+    case GgmlType::Q5_1: return {32, 31, true, kSlackF16Scale};
     case GgmlType::Q4_K: return {32, 15, true, kSlackKScales};
     case GgmlType::Q5_K: return {32, 31, true, kSlackKScales};
     case GgmlType::Q6_K: return {16, 32, false, kSlackKScales};
@@ -149,8 +156,8 @@ TEST_P(RoundTrip, ImportanceReducesWeightedError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RoundTrip,
-                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                                           GgmlType::Q6_K),
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                                           GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 TEST(QuantRoundTrip, PlainTypesAreExactConversions) {
@@ -169,7 +176,8 @@ TEST(QuantRoundTrip, PlainTypesAreExactConversions) {
 
 TEST(QuantRoundTrip, ConstantAndZeroBlocks) {
   // All-zero and constant rows: no division by zero, zero stays zero, constants stay close.
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
+                        GgmlType::Q5_K, GgmlType::Q6_K}) {
     for (float v : {0.0f, 0.75f, -3.0f}) {
       std::vector<float> x(512, v);
       const auto q = quantize_tensor({.type = type, .src = x.data(), .rows = 1, .cols = 512});
@@ -190,6 +198,11 @@ TEST(QuantBadInput, OneLineErrors) {
   EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q8_0, .src = x.data(), .rows = 1, .cols = 256}, out.data()), Error);
   x[7] = 1e9f;  // beyond what Q4_0's f16 block scale can reach (65504·8)
   EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q4_0, .src = x.data(), .rows = 1, .cols = 256}, out.data()), Error);
+  EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q5_0, .src = x.data(), .rows = 1, .cols = 256}, out.data()), Error);
+  x[7] = 1e5f;  // beyond Q4_1's / Q5_1's f16 offset m (the block's min)
+  EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q4_1, .src = x.data(), .rows = 1, .cols = 256}, out.data()), Error);
+  EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q5_1, .src = x.data(), .rows = 1, .cols = 256}, out.data()), Error);
+  EXPECT_THROW(quantize_rows(pool, {.type = GgmlType::Q5_0, .src = x.data(), .rows = 1, .cols = 48}, out.data()), Error);
   x[7] = 1.0f;
   std::vector<float> imp(256, 1.0f);
   imp[3] = -1.0f;

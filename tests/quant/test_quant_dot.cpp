@@ -68,7 +68,8 @@ TEST_P(Dot, Avx2MatchesScalarAndFloat64) {
   const QuantTraits* simd = traits_for(type, Isa::Avx2);
   const QuantTraits& act_src = *traits_for(ref.dot_type == GgmlType::F32 ? GgmlType::Q8_0 : ref.dot_type, Isa::Scalar);
   std::vector<int64_t> sizes{256, 512, 4096 + 256, 11008};
-  if (ref.block_size == 32) sizes.insert(sizes.end(), {32, 96, 4096 + 32});
+  // 1 block, odd block counts (3, 11, 129), a large row (344 blocks above).
+  if (ref.block_size == 32) sizes.insert(sizes.end(), {32, 96, 352, 4096 + 32});
   if (ref.block_size == 1) sizes.insert(sizes.end(), {1, 7, 15, 33, 4097});
   for (int64_t n : sizes) {
     for (int rep = 0; rep < 3; ++rep) {
@@ -131,7 +132,7 @@ TEST_P(DotBlocks, ArbitraryBlocksAvx2MatchesScalar) {
       };
       if (type == GgmlType::Q6_K) put(offsetof(BlockQ6_K, d));
       else put(0);
-      if (type == GgmlType::Q4_K || type == GgmlType::Q5_K) put(2);
+      if (type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 || type == GgmlType::Q5_1) put(2);
     }
     const auto y = test::heavy_tailed(n);
     std::vector<uint8_t> a(row_bytes(ref.dot_type, n));
@@ -154,11 +155,13 @@ TEST_P(DotBlocks, ArbitraryBlocksAvx2MatchesScalar) {
 
 INSTANTIATE_TEST_SUITE_P(Types, Dot,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
+                                           GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 INSTANTIATE_TEST_SUITE_P(Types, DotBlocks,
-                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                         ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 TEST(ActivationQuant, Avx2BytesEqualScalar) {
@@ -229,7 +232,9 @@ TEST(Dequantize, EveryIsaIsBitIdenticalToTheReference) {
           ref->quantize_row(x.data(), good.data(), n, nullptr);
           for (size_t b = 0; b < row.size(); b += static_cast<size_t>(ref->block_bytes)) {
             // keep the quantizer's scale fields (d, dmin) and randomise only the codes
-            const size_t scale_bytes = type == GgmlType::Q6_K ? 0 : (type == GgmlType::Q4_K || type == GgmlType::Q5_K) ? 4 : 2;
+            const bool two_fields = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 ||
+                                    type == GgmlType::Q5_1;
+            const size_t scale_bytes = type == GgmlType::Q6_K ? 0 : two_fields ? 4 : 2;
             std::memcpy(row.data() + b, good.data() + b, scale_bytes);
             if (type == GgmlType::Q6_K) std::memcpy(row.data() + b + 208, good.data() + b + 208, 2);
           }
