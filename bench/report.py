@@ -3,7 +3,7 @@
 docs/benchmarks.md, relating every throughput to the ceilings bench_machine measured
 in the same invocation (so the fractions survive this shared machine's noise).
 
-usage: report.py machine.json kernels.json thread_pool.json [more.json ...] > table.md
+usage: report.py machine.json[,machine2.json] kernels.json thread_pool.json [more.json ...] > table.md
 """
 import json
 import sys
@@ -52,7 +52,10 @@ class Fractions:
 
 
 def main(paths):
-    machine = load(paths[0])
+    # The machine probes run before and after the kernels (comma-separated files): the
+    # host's bandwidth drifts over minutes on a shared VM, and a ceiling must hold for
+    # every kernel measured in between.
+    machine = [r for path in paths[0].split(",") for r in load(path)]
     ceil, probe = {}, {}
     for t in (1, 2):
         ceil[f"read{t}"], probe[f"read{t}"] = best(machine, "BM_read_bandwidth", t)
