@@ -43,6 +43,7 @@ struct Bigram {
 void Tokenizer::encode_spm(std::string_view raw, bool after_special, std::vector<int32_t>& out) const {
   // Normalise: every space becomes U+2581, and one more goes in front when asked for.
   static const std::string kSpace = "\xE2\x96\x81";
+  if (raw.empty()) return;  // llama.cpp makes no fragment of empty text: no prefix either
   std::string text;
   text.reserve(raw.size() + 8);
   if (add_space_prefix_ && after_special) text += kSpace;
@@ -50,7 +51,6 @@ void Tokenizer::encode_spm(std::string_view raw, bool after_special, std::vector
     if (c == ' ') text += kSpace;
     else text += c;
   }
-  if (text.empty()) return;
 
   std::vector<Symbol> sym;
   for (size_t pos = 0; pos < text.size();) {
