@@ -13,6 +13,7 @@ SQUEEZE_APT_PACKAGES=(
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev
   libpng-dev
+  libutf8proc-dev
   python3 python3-venv
 )
 

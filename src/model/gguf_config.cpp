@@ -110,12 +110,16 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
 text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m) {
   text::TokenizerData t;
   t.model = m.get_string("tokenizer.ggml.model");
-  if (t.model != "gpt2")
-    m.fail_key("tokenizer.ggml.model", "is '" + t.model + "'; only byte-level BPE ('gpt2') is supported");
+  if (t.model != "gpt2" && t.model != "llama")
+    m.fail_key("tokenizer.ggml.model",
+               "is '" + t.model + "'; supported: byte-level BPE ('gpt2') and SentencePiece ('llama')");
   t.pre = m.get_string_or("tokenizer.ggml.pre", "default");
   t.tokens = m.get_string_array("tokenizer.ggml.tokens");
   t.merges = m.get_string_array_opt("tokenizer.ggml.merges").value_or(std::vector<std::string>{});
   t.token_types = m.get_i32_array_opt("tokenizer.ggml.token_type").value_or(std::vector<int32_t>{});
+  t.scores = m.get_f32_array_opt("tokenizer.ggml.scores").value_or(std::vector<float>{});
+  // llama.cpp's default when the key is absent: SentencePiece prefixes a space.
+  t.add_space_prefix = m.get_bool_or("tokenizer.ggml.add_space_prefix", true);
   if (m.has("tokenizer.ggml.token_type")) {
     if (t.token_types.size() != t.tokens.size())
       m.fail_key("tokenizer.ggml.token_type", "has " + std::to_string(t.token_types.size()) + " entries for " +
@@ -149,6 +153,8 @@ void write_tokenizer(gguf::Metadata& m, const text::TokenizerData& t) {
   m.set("tokenizer.ggml.tokens", Value::string_array(t.tokens));
   m.set("tokenizer.ggml.merges", Value::string_array(t.merges));
   if (!t.token_types.empty()) m.set("tokenizer.ggml.token_type", Value::i32_array(t.token_types));
+  if (!t.scores.empty()) m.set("tokenizer.ggml.scores", Value::f32_array(t.scores));
+  if (t.model == "llama") m.set("tokenizer.ggml.add_space_prefix", Value::boolean(t.add_space_prefix));
   auto set_id = [&](const char* k, int32_t v) {
     if (v >= 0) m.set(k, Value::u32(static_cast<uint32_t>(v)));
   };

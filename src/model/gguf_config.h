@@ -21,7 +21,7 @@ ModelConfig config_from_gguf(const gguf::File& file);
 // Writes `c` as metadata (general.architecture and the prefixed keys).
 void write_config(gguf::Metadata& m, const ModelConfig& c);
 
-// The tokenizer.ggml.* keys; only the byte-level BPE model ("gpt2") is supported.
+// The tokenizer.ggml.* keys: byte-level BPE ("gpt2") and SentencePiece ("llama").
 text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m);
 void write_tokenizer(gguf::Metadata& m, const text::TokenizerData& t);
 
