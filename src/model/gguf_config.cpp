@@ -86,9 +86,10 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   } else {
     c.is_local = period_pattern(c.n_layer, default_pattern_period(a));
   }
-  // A pattern the file states must leave some layer global: with none, no layer would
-  // see past the window, which no supported architecture does.
-  if (explicit_pattern && c.sliding_window > 0 && c.n_global_layers() == 0)
+  // A gemma3 pattern the file states must leave some layer global: with none, no layer
+  // would see past the window, which Gemma never does. (glimmer files may: a model cut
+  // to fewer layers than one [L L L G] period is all local, and such files exist.)
+  if (a == "gemma3" && explicit_pattern && c.n_global_layers() == 0)
     m.fail_key(pattern_key, "marks every layer local (no global layer)");
   try {
     c.validate();

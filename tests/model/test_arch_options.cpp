@@ -25,10 +25,19 @@ using namespace squeeze::model;
 
 namespace {
 
+// One directory per test process, removed when it ends.
+struct TempDir {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("squeeze_arch_" + std::to_string(::getpid()));
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
 std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("squeeze_arch_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  static TempDir tmp;
+  std::filesystem::create_directories(tmp.dir);
+  return (tmp.dir / name).string();
 }
 
 std::string make_model(const ModelConfig& c, const std::string& name, uint64_t seed = 11) {
@@ -276,15 +285,16 @@ TEST(ArchOptions, ContradictoryFilesFailWithOneLineNamingTheKeyOrTensor) {
        [](gguf::Metadata& m) {
          m.set("gemma3.attention.sliding_window_pattern",
                gguf::Value::array(gguf::ValueType::Bool, std::vector<gguf::Value>(12, gguf::Value::boolean(true))));
-       }},
+       },
+       "", {}},
       {"period0", "gemma3.attention.sliding_window_pattern' must be a positive period",
-       [](gguf::Metadata& m) { m.set("gemma3.attention.sliding_window_pattern", gguf::Value::u32(0)); }},
-      {"no_window", "gemma3.attention.sliding_window", [](gguf::Metadata& m) { m.erase("gemma3.attention.sliding_window"); }},
+       [](gguf::Metadata& m) { m.set("gemma3.attention.sliding_window_pattern", gguf::Value::u32(0)); }, "", {}},
+      {"no_window", "gemma3.attention.sliding_window", [](gguf::Metadata& m) { m.erase("gemma3.attention.sliding_window"); }, "", {}},
       {"kv_heads", "gemma3.attention.head_count_kv' (3) does not divide head_count",
-       [](gguf::Metadata& m) { m.set("gemma3.attention.head_count_kv", gguf::Value::u32(3)); }},
+       [](gguf::Metadata& m) { m.set("gemma3.attention.head_count_kv", gguf::Value::u32(3)); }, "", {}},
       {"softcap", "gemma3.final_logit_softcapping' must be positive",
-       [](gguf::Metadata& m) { m.set("gemma3.final_logit_softcapping", gguf::Value::f32(-1.0f)); }},
-      {"arch", "unsupported architecture 'gemma2'", [](gguf::Metadata& m) { m.set("general.architecture", gguf::Value::string("gemma2")); }},
+       [](gguf::Metadata& m) { m.set("gemma3.final_logit_softcapping", gguf::Value::f32(-1.0f)); }, "", {}},
+      {"arch", "unsupported architecture 'gemma2'", [](gguf::Metadata& m) { m.set("general.architecture", gguf::Value::string("gemma2")); }, "", {}},
   };
   for (const Case& k : cases) {
     const std::string msg = load_error(rewrite(good, k.name + ".gguf", k.edit, k.drop, k.add));
