@@ -195,10 +195,12 @@ def test_f16_kv_and_batching_agree(tmp_path):
     assert relative_error(half, ref) < 1e-2
 
 
-@pytest.mark.parametrize("wtype", ["Q8_0", "Q4_K", "Q6_K"])
-def test_quantized_forward_matches_numpy_on_the_same_weights(tmp_path, wtype):
-    path = tmp_path / f"q_{wtype}.gguf"
-    run("make-model", "--config", "glimmer-tiny", "--embd", "256", "--ff", "512", "--head-dim", "64", "--layers", "4",
+@pytest.mark.parametrize("wtype,config", [("Q8_0", "glimmer-tiny"), ("Q4_K", "glimmer-tiny"), ("Q6_K", "glimmer-tiny"),
+                                          ("Q4_K", "gemma3-tiny")])
+def test_quantized_forward_matches_numpy_on_the_same_weights(tmp_path, wtype, config):
+    path = tmp_path / f"q_{wtype}_{config}.gguf"
+    layers = "6" if config.startswith("gemma3") else "4"  # one full period of each pattern
+    run("make-model", "--config", config, "--embd", "256", "--ff", "512", "--head-dim", "64", "--layers", layers,
         "--type", wtype, "--seed", "5", "-o", str(path))
     m = Model(str(path))
     tokens, ours = our_logits(path, tmp_path, batch=8)
