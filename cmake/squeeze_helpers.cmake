@@ -14,11 +14,17 @@ function(squeeze_isa_sources isa)
   set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${flags}")
 endfunction()
 
-# squeeze_test(<name> <sources...> LIBS <libs...>): one GoogleTest executable, tests discovered by CTest.
+# squeeze_test(<name> <sources...> LIBS <libs...> [LABELS <labels...>]): one GoogleTest
+# executable, tests discovered by CTest. LABELS select stages: `tsan` = also run under
+# ThreadSanitizer by scripts/test (ctest -L tsan in build/tsan).
 function(squeeze_test name)
-  cmake_parse_arguments(T "" "" "LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "" "LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)  # common/ test helpers
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+  set(props TIMEOUT 600)
+  if(T_LABELS)
+    list(APPEND props LABELS "${T_LABELS}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()

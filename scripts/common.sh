@@ -53,16 +53,37 @@ ensure_python_env() {
   fi
 }
 
+# configure <build-dir> <build-type> [extra cmake args...]: always re-run (cheap when
+# nothing changed) so options given here reach an existing build directory too.
+# ccache, where installed, makes the several build types and rebuilds cheap; CI runs
+# fine without it.
+configure() {
+  local dir="$1" type="$2"
+  shift 2
+  local launcher=()
+  if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "${launcher[@]}" "$@" >/dev/null
+}
+
+# stage NAME COMMAND...: runs a step and logs its wall time (the per-stage times the
+# test command is budgeted by).
+stage() {
+  local name="$1" t0=$SECONDS
+  shift
+  "$@"
+  log "stage '$name' took $((SECONDS - t0)) s"
+}
+
 # configure_and_build <build-dir> <build-type> [extra cmake args...]
 configure_and_build() {
   local dir="$1" type="$2"
-  shift 2
-  if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
-  fi
+  configure "$@"
   log "building $type in $dir"
   cmake --build "$dir" -j "$(nproc)"
 }
 
 BUILD_RELEASE="$ROOT/build/release"
 BUILD_SANITIZE="$ROOT/build/sanitize"
+BUILD_TSAN="$ROOT/build/tsan"

@@ -54,7 +54,7 @@ int run_bench(int argc, char** argv) {
       .int_option({"-r", "--repetitions"}, "N", "repetitions of each test", {1, 1000000}, "3")
       .threads_option()
       .int_option({"-b", "--batch"}, "N", "prefill batch size", {1, squeeze::cli::kMaxBatch}, "512")
-      .option({"--kv"}, "TYPE", "KV cache type: f16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
       .flag({"--csv"}, "print CSV rows instead of a table");
   if (!args.parse(argc, argv)) return 0;
   const auto prompts = int_list(args.get("--n-prompt"), "-p/--n-prompt");
@@ -64,7 +64,7 @@ int run_bench(int argc, char** argv) {
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
   const int64_t reps = args.get_int("--repetitions");
   const std::string kv = args.get("--kv");
-  SQZ_CHECK(kv == "f16" || kv == "f32", "--kv must be f16 or f32");
+  const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(kv, "--kv");
   squeeze::set_default_thread_count(args.get_int32("--threads"));
   const auto model = squeeze::model::Model::load(path);
   const auto& c = model->config();
@@ -74,8 +74,7 @@ int run_bench(int argc, char** argv) {
     for (int64_t p : prompts)
       for (int64_t n : gens) need = std::max(need, d + std::max(p, n) + 1);
   squeeze::model::Session session(*model, {.n_ctx = std::max(need, int64_t{64}), .batch = args.get_int("--batch"),
-                                           .kv_type = kv == "f16" ? squeeze::kernels::cpu::KvType::F16
-                                                                  : squeeze::kernels::cpu::KvType::F32});
+                                           .kv_type = kv_type});
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(c.n_vocab - 1));
   auto random_tokens = [&](int64_t n) {

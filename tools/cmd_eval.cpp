@@ -55,6 +55,7 @@ int run_eval(int argc, char** argv) {
       .int_option({"--prompt-len"}, "N", "--sampled: prompt tokens taken from the text", {1, squeeze::cli::kMaxTokens}, "32")
       .int_option({"--gen-len"}, "N", "--sampled: tokens the model samples per prompt", {1, squeeze::cli::kMaxTokens}, "32")
       .int_option({"--seed"}, "N", "seed of the task items and the sampling", {0, squeeze::cli::kMaxSeed}, "1")
+      .option({"--kv"}, "TYPE", "KV cache type of the evaluated model: f16, bf16 or f32", "f16")
       .option({"--json"}, "FILE", "also write the numbers as one JSON object")
       .threads_option();
   if (!args.parse(argc, argv)) return 0;
@@ -64,6 +65,7 @@ int run_eval(int argc, char** argv) {
   const int64_t ctx = args.get_int("--ctx"), max_chunks = args.get_int("--chunks");
   const int64_t n_sampled = args.get_int("--sampled");
   SQZ_CHECK(n_sampled == 0 || args.has("--base"), "--sampled needs --base (the reference model)");
+  const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(args.get("--kv"), "--kv");
   squeeze::set_default_thread_count(args.get_int32("--threads"));
   const squeeze::gguf::DeclaredInputs inputs({model_path, text_path, args.get("--base")});
   if (args.has("--json")) squeeze::gguf::check_output_path(args.get("--json"));  // before minutes of scoring
@@ -87,7 +89,7 @@ int run_eval(int argc, char** argv) {
   SQZ_CHECK(n_windows_all > 0, text_path, ": ", tokens.size(), " tokens, fewer than one window of --ctx ", ctx);
   const int64_t n_windows = max_chunks > 0 ? std::min(max_chunks, n_windows_all) : n_windows_all;
 
-  Session session(*model, {.n_ctx = ctx, .batch = std::min<int64_t>(ctx, 512)});
+  Session session(*model, {.n_ctx = ctx, .batch = std::min<int64_t>(ctx, 512), .kv_type = kv_type});
   std::unique_ptr<Session> base_session;
   if (base) base_session = std::make_unique<Session>(*base, squeeze::model::SessionParams{.n_ctx = ctx, .batch = std::min<int64_t>(ctx, 512)});
   const int64_t V = model->config().n_vocab;

@@ -44,7 +44,7 @@ int run_generate(int argc, char** argv) {
       .real_option({"--repeat-penalty"}, "X", "repetition penalty (1: off)", {.min = 0, .min_open = true}, "1.0")
       .int_option({"--seed"}, "N", "sampling seed", {0, kMaxSeed}, "0")
       .option({"--stop"}, "TEXT", "stop when this text is generated")
-      .option({"--kv"}, "TYPE", "KV cache type: f16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
       .option({"--dump"}, "DIR", "write every intermediate of the prompt's forward pass and its logits as .npy")
       .flag({"--ignore-eos"}, "keep generating past end-of-sequence");
   if (!args.parse(argc, argv)) return 0;
@@ -56,15 +56,14 @@ int run_generate(int argc, char** argv) {
 
   const auto model = squeeze::model::Model::load(path);
   const std::string kv = args.get("--kv");
-  SQZ_CHECK(kv == "f16" || kv == "f32", "--kv must be f16 or f32");
+  const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(kv, "--kv");
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
-                                           .kv_type = kv == "f16" ? squeeze::kernels::cpu::KvType::F16
-                                                                  : squeeze::kernels::cpu::KvType::F32});
+                                           .kv_type = kv_type});
   const auto& tok = model->tokenizer();
   const std::vector<int32_t> prompt = tok.encode(args.get("--prompt"));
   SQZ_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
   const int64_t n_predict = args.get_int("--n-predict");
-  if (static_cast<int64_t>(prompt.size()) >= session.n_ctx())
+  if (static_cast<int64_t>(prompt.size()) > session.n_ctx())
     squeeze::fail("the prompt has ", prompt.size(), " tokens, which does not fit the context of ", session.n_ctx());
 
   // Dumps gather every chunk's rows so each file holds the whole prompt.
@@ -121,7 +120,6 @@ int run_generate(int argc, char** argv) {
 
   int64_t generated = 0;
   const auto t1 = Clock::now();
-  const int64_t room = session.n_ctx() - session.position();
   while (generated < n_predict) {
     const int32_t next = sampler.sample(allowed(logits));
     sampler.accept(next);
@@ -129,7 +127,10 @@ int run_generate(int argc, char** argv) {
     const auto step = checker.push(next, tok.token_to_piece(next, {.render_control = false}));
     emit(step.text);
     if (step.stopped()) break;
-    if (generated >= room) {
+    // `next` came from the logits of the last cached position; it can be run only while
+    // the cache has room, so generation ends with the context exactly full (n_ctx
+    // positions cached, plus this last token sampled from them).
+    if (session.position() >= session.n_ctx()) {
       emit(checker.finish());
       std::fprintf(stderr, "\n[context of %lld tokens is full]", static_cast<long long>(session.n_ctx()));
       break;

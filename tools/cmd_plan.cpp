@@ -23,10 +23,10 @@ int run_plan(int argc, char** argv) {
   args.int_option({"-c", "--ctx"}, "N", "context length in tokens (default: the model's)", {1, squeeze::cli::kMaxTokens})
       .option({"--type"}, "TYPE", "weight type: Q4_K_M, Q4_K_S, Q5_K_M, Q6_K, Q8_0, F16, any ggml type, or bits per weight",
               "Q4_K_M")
-      .option({"--kv"}, "TYPE", "KV cache element type: f32, f16, bf16, q8_0", "bf16")
+      .option({"--kv"}, "TYPE", "KV cache element type: f32, f16, bf16", "bf16")
       .option({"--device"}, "SIZE", "device memory, e.g. 24GB, 24GiB, 80GB", "24GB")
-      .int_option({"--headroom"}, "N", "extra ring slots per local layer beyond the window", {0, squeeze::cli::kMaxTokens}, "0")
-      .int_option({"--batch"}, "N", "prefill batch for the activation estimate", {1, squeeze::cli::kMaxBatch}, "512");
+      .int_option({"--headroom"}, "N", "ring slots per local layer beyond the window (0: the engine's max(batch, 64))", {0, squeeze::cli::kMaxTokens}, "0")
+      .int_option({"--batch"}, "N", "prefill batch (activation estimate, default headroom)", {1, squeeze::cli::kMaxBatch}, "512");
   if (!args.parse(argc, argv)) return 0;
   const std::string& what = args.positional_at(0, "CONFIG");
   if (args.positional().size() > 1) squeeze::fail("plan: one CONFIG expected, got ", args.positional().size());
@@ -49,7 +49,7 @@ int run_plan(int argc, char** argv) {
   }
   p.n_ctx = args.has("--ctx") ? args.get_int("--ctx") : 0;
   p.weight_type = args.get("--type");
-  p.kv_type = kv_type_from_name(args.get("--kv"));
+  p.kv_type = kv_type_from_name(args.get("--kv"), "--kv");
   p.local_headroom = args.get_int("--headroom");
   p.batch = args.get_int("--batch");
   const MemoryPlan plan = plan_memory(config, p);

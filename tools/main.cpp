@@ -5,6 +5,7 @@
 #include <string>
 
 #include "command.h"
+#include "kernels/cpu/ops.h"
 
 namespace squeeze::cli {
 std::map<std::string, CommandInfo>& command_registry() {
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    // Choose the kernel table now, on the main thread: a bad SQUEEZE_ISA is then one line
+    // here, whatever the command, not an exception on whichever thread first needs a kernel.
+    squeeze::kernels::cpu::ops();
     return it->second.run(argc - 2, argv + 2);
   } catch (const std::exception& e) {
     std::fflush(stdout);

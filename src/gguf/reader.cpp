@@ -147,6 +147,8 @@ uint64_t read_alignment(const Metadata& md) {
   const auto a = v->as_u64();
   if (!a) fail("general.alignment has type ", value_type_name(v->type()), " (expected an unsigned integer)");
   if (!is_valid_alignment(*a)) fail("general.alignment ", *a, " is not a power of two in [1, 2^30]");
+  if (*a < kMinAlignment)
+    fail("general.alignment ", *a, " is below ", kMinAlignment, ", the alignment tensors used in place need");
   return *a;
 }
 

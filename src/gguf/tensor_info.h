@@ -18,6 +18,11 @@ namespace squeeze::gguf {
 inline constexpr int kMaxDims = 4;               // GGML_MAX_DIMS
 inline constexpr uint32_t kDefaultAlignment = 32;  // GGUF_DEFAULT_ALIGNMENT
 inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 30;  // sanity cap: keeps padding math far from overflow
+// The least general.alignment a file may declare. Tensors are used in place (mmap), so
+// their data must be aligned for the kernels' element loads (f32, and the f16/f32 scales
+// inside quant blocks: 4 bytes) and, to keep 32-byte vector loads within cache lines,
+// to 32; every GGUF writer we know writes at least GGUF's default of 32.
+inline constexpr uint64_t kMinAlignment = 32;
 
 // A validated shape: type known, 0..4 dims each ≥ 1, element count and byte size
 // fitting in 63 bits, row length a multiple of the type's block size.

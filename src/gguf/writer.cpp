@@ -59,8 +59,8 @@ class Encoder {
 
 Writer::Writer(std::string path, WriterOptions options) : path_(std::move(path)), options_(std::move(options)) {
   if (options_.alignment)
-    SQZ_CHECK(is_valid_alignment(*options_.alignment), "writing ", path_, ": alignment ", *options_.alignment,
-              " is not a power of two in [1, 2^30]");
+    SQZ_CHECK(is_valid_alignment(*options_.alignment) && *options_.alignment >= kMinAlignment, "writing ", path_,
+              ": alignment ", *options_.alignment, " is not a power of two in [", kMinAlignment, ", 2^30]");
   check_not_an_input();
 }
 
@@ -70,8 +70,9 @@ uint64_t Writer::alignment() const {
   if (options_.alignment) return *options_.alignment;
   if (const Value* v = metadata_.find("general.alignment")) {
     const auto a = v->as_u64();
-    SQZ_CHECK(a && is_valid_alignment(*a), "writing ", path_, ": metadata general.alignment ", v->to_display(),
-              " is not a power of two in [1, 2^30]");
+    // The reader refuses less than kMinAlignment: never write a file it would refuse.
+    SQZ_CHECK(a && is_valid_alignment(*a) && *a >= kMinAlignment, "writing ", path_, ": metadata general.alignment ",
+              v->to_display(), " is not a power of two in [", kMinAlignment, ", 2^30]");
     return *a;
   }
   return kDefaultAlignment;

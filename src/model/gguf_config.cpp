@@ -166,7 +166,24 @@ text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m) {
   t.tokens = m.get_string_array("tokenizer.ggml.tokens");
   t.merges = m.get_string_array_opt("tokenizer.ggml.merges").value_or(std::vector<std::string>{});
   t.token_types = m.get_i32_array_opt("tokenizer.ggml.token_type").value_or(std::vector<int32_t>{});
-  auto id = [&](const char* k) { return static_cast<int32_t>(m.get_i64_or(k, -1)); };
+  if (m.has("tokenizer.ggml.token_type")) {
+    if (t.token_types.size() != t.tokens.size())
+      m.fail_key("tokenizer.ggml.token_type", "has " + std::to_string(t.token_types.size()) + " entries for " +
+                                                  std::to_string(t.tokens.size()) + " tokens");
+    for (size_t i = 0; i < t.token_types.size(); ++i)  // llama_token_type: 0 (undefined) .. 6 (byte)
+      if (t.token_types[i] < 0 || t.token_types[i] > 6)
+        m.fail_key("tokenizer.ggml.token_type", "gives token " + std::to_string(i) + " the unknown type " +
+                                                    std::to_string(t.token_types[i]));
+  }
+  // A token id must name a token: checked here, as int64, so that an id beyond int32
+  // cannot wrap into the vocabulary, and the error names the key. Absent means -1 (none).
+  const auto n_tokens = static_cast<int64_t>(t.tokens.size());
+  auto id = [&](const char* k) {
+    const int64_t v = m.get_i64_or(k, -1);
+    if (m.has(k) && (v < 0 || v >= n_tokens))
+      m.fail_key(k, "is " + std::to_string(v) + ", outside the vocabulary of " + std::to_string(n_tokens) + " tokens");
+    return static_cast<int32_t>(v);
+  };
   t.bos_id = id("tokenizer.ggml.bos_token_id");
   t.eos_id = id("tokenizer.ggml.eos_token_id");
   t.pad_id = id("tokenizer.ggml.padding_token_id");

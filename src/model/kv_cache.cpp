@@ -19,7 +19,7 @@ void KvCacheConfig::validate() const {
   SQZ_CHECK(context_limit > 0, "KV cache: context_limit must be positive, got ", context_limit);
   SQZ_CHECK(headroom >= 0, "KV cache: negative headroom ", headroom);
   SQZ_CHECK(chunk_slots > 0, "KV cache: chunk_slots must be positive, got ", chunk_slots);
-  SQZ_CHECK(type == KvType::F32 || type == KvType::F16, "KV cache: unsupported type");
+  SQZ_CHECK(type == KvType::F32 || type == KvType::F16 || type == KvType::BF16, "KV cache: unsupported type");
   for (size_t i = 0; i < layer_windows.size(); ++i)
     SQZ_CHECK(layer_windows[i] >= 0, "KV cache: layer ", i, " has negative window ", layer_windows[i]);
   // Guard the byte arithmetic: a layer at the limit must fit in size_t comfortably.
@@ -29,9 +29,7 @@ void KvCacheConfig::validate() const {
 }
 
 int64_t KvCacheConfig::slots_at_limit(int64_t layer) const {
-  const int64_t w = layer_windows.at(static_cast<size_t>(layer));
-  if (w > 0) return std::min(w + headroom, context_limit);
-  return (context_limit + chunk_slots - 1) / chunk_slots * chunk_slots;
+  return kv_layer_slots(layer_windows.at(static_cast<size_t>(layer)), context_limit, headroom, chunk_slots);
 }
 
 size_t KvCacheConfig::bytes_per_slot() const {
@@ -127,9 +125,12 @@ void KvCache::append(int64_t layer, const KvRows& rows) {
       if (config_.type == KvType::F32) {
         std::memcpy(dk, sk, row_bytes);
         std::memcpy(dv, sv, row_bytes);
-      } else {
+      } else if (config_.type == KvType::F16) {
         ops.f32_to_f16(sk, reinterpret_cast<uint16_t*>(dk), D);
         ops.f32_to_f16(sv, reinterpret_cast<uint16_t*>(dv), D);
+      } else {
+        ops.f32_to_bf16(sk, reinterpret_cast<uint16_t*>(dk), D);
+        ops.f32_to_bf16(sv, reinterpret_cast<uint16_t*>(dv), D);
       }
     }
   }
@@ -236,10 +237,14 @@ void KvCache::erase_layer(int64_t layer, int64_t p0, int64_t p1, const KeyShift&
       if (shift) {
         if (config_.type == KvType::F32) {
           shift(layer, reinterpret_cast<float*>(k), p, p - d);
-        } else {
+        } else if (config_.type == KvType::F16) {
           ops.f16_to_f32(reinterpret_cast<const uint16_t*>(k), widened.data(), D);
           shift(layer, widened.data(), p, p - d);
           ops.f32_to_f16(widened.data(), reinterpret_cast<uint16_t*>(k), D);
+        } else {
+          ops.bf16_to_f32(reinterpret_cast<const uint16_t*>(k), widened.data(), D);
+          shift(layer, widened.data(), p, p - d);
+          ops.f32_to_bf16(widened.data(), reinterpret_cast<uint16_t*>(k), D);
         }
       }
     }

@@ -28,6 +28,7 @@
 
 #include "core/aligned_buffer.h"
 #include "kernels/cpu/attention.h"
+#include "model/kv_slots.h"
 
 namespace squeeze::model {
 
@@ -40,12 +41,13 @@ struct KvCacheConfig {
   std::vector<int64_t> layer_windows;  // one per layer: 0 = global, > 0 = sliding window
   int64_t context_limit = 0;           // positions [0, context_limit) may be written
   int64_t headroom = 512;              // ring slots beyond the window (rollback depth, prefill chunk)
-  int64_t chunk_slots = 256;           // growth step of global layers
+  int64_t chunk_slots = kGlobalChunkSlots;  // growth step of global layers
   KvType type = KvType::F16;
 
   void validate() const;  // throws squeeze::Error naming the bad field
   int64_t n_layers() const { return static_cast<int64_t>(layer_windows.size()); }
-  // Slots of one layer's storage when full (ring size, or context_limit rounded up to chunks).
+  // Slots of one layer's storage when full (ring size, or context_limit rounded up to
+  // chunks): kv_layer_slots(), the rule the memory planner uses too.
   int64_t slots_at_limit(int64_t layer) const;
   // Bytes of K + V for one position of one layer (all KV heads).
   size_t bytes_per_slot() const;
@@ -101,7 +103,7 @@ class KvCache {
   void clear() { truncate_unchecked(0, true); }
 
   // Removes positions [p0, p1) from every layer (a context edit); positions >= p1 become
-  // p0, p0 + 1, … and their K rows are passed through `shift` when given (for f16 storage
+  // p0, p0 + 1, … and their K rows are passed through `shift` when given (for f16 / bf16 storage
   // a row is widened to f32, shifted and rounded back). Throws, changing nothing, when a
   // local layer's ring no longer holds the window the next position needs. Note that the
   // kept K/V were computed with the removed tokens in context: this is the approximate

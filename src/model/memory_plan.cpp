@@ -8,49 +8,22 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "model/kv_slots.h"
 
 namespace squeeze::model {
 
-KvType kv_type_from_name(std::string_view name) {
-  std::string n(name);
-  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (n == "f32") return KvType::f32;
-  if (n == "f16") return KvType::f16;
-  if (n == "bf16") return KvType::bf16;
-  if (n == "q8_0") return KvType::q8_0;
-  fail("unknown KV cache type '", name, "' (f32, f16, bf16, q8_0)");
-}
-
-const char* kv_type_name(KvType t) {
-  switch (t) {
-    case KvType::f32: return "f32";
-    case KvType::f16: return "f16";
-    case KvType::bf16: return "bf16";
-    case KvType::q8_0: return "q8_0";
-  }
-  return "?";
-}
-
 int64_t kv_bytes_per_token_layer(int64_t n_head_kv, int64_t head_dim, KvType t) {
-  const int64_t elems = 2 * n_head_kv * head_dim;
-  switch (t) {
-    case KvType::f32: return 4 * elems;
-    case KvType::f16:
-    case KvType::bf16: return 2 * elems;
-    case KvType::q8_0:
-      SQZ_CHECK(head_dim % 32 == 0, "q8_0 KV cache needs head_dim divisible by 32 (got ", head_dim, ")");
-      return elems / 32 * 34;
-  }
-  return 0;
+  return 2 * n_head_kv * head_dim * static_cast<int64_t>(kernels::cpu::kv_type_size(t));
 }
 
 KvSizes kv_sizes(const ModelConfig& c, int64_t n_head_kv, int64_t n_ctx, KvType t, int64_t headroom) {
   KvSizes k;
   k.n_head_kv = n_head_kv;
   k.bytes_per_token_layer = kv_bytes_per_token_layer(n_head_kv, c.head_dim, t);
-  k.local_slots = std::min(n_ctx, c.sliding_window + headroom);
-  k.hybrid = k.bytes_per_token_layer * (c.n_global_layers() * n_ctx + c.n_local_layers() * k.local_slots);
-  k.all_global = k.bytes_per_token_layer * c.n_layer * n_ctx;
+  k.local_slots = kv_layer_slots(c.sliding_window, n_ctx, headroom, kGlobalChunkSlots);
+  k.global_slots = kv_layer_slots(0, n_ctx, headroom, kGlobalChunkSlots);
+  k.hybrid = k.bytes_per_token_layer * (c.n_global_layers() * k.global_slots + c.n_local_layers() * k.local_slots);
+  k.all_global = k.bytes_per_token_layer * c.n_layer * k.global_slots;
   return k;
 }
 
@@ -82,8 +55,9 @@ MemoryPlan plan_memory(const ModelConfig& c, const PlanParams& p) {
   } else {
     plan.weights = estimate_weights(c, p.weight_type);
   }
-  plan.kv = kv_sizes(c, c.n_head_kv, ctx, p.kv_type, p.local_headroom);
-  plan.kv_mha = kv_sizes(c, c.n_head, ctx, p.kv_type, p.local_headroom);
+  const int64_t headroom = local_ring_headroom(p.batch, p.local_headroom);
+  plan.kv = kv_sizes(c, c.n_head_kv, ctx, p.kv_type, headroom);
+  plan.kv_mha = kv_sizes(c, c.n_head, ctx, p.kv_type, headroom);
   plan.activation_bytes = activation_bytes(c, p.batch, ctx);
   plan.total_bytes = plan.weights.bytes + plan.kv.hybrid + plan.activation_bytes;
   plan.fits = plan.total_bytes <= p.device_bytes;
@@ -158,10 +132,10 @@ std::string format_plan(const MemoryPlan& m) {
   std::snprintf(buf, sizeof buf, "%.2f bpw; %s", m.weights.bpw, m.weights.description.c_str());
   row(out, "weights (" + (p.weight_bytes ? std::string("file") : p.weight_type) + ")", m.weights.bytes, buf);
   std::snprintf(buf, sizeof buf, "%lld global x %lld + %lld local x %lld tokens", (long long)c.n_global_layers(),
-                (long long)p.n_ctx, (long long)c.n_local_layers(), (long long)m.kv.local_slots);
+                (long long)m.kv.global_slots, (long long)c.n_local_layers(), (long long)m.kv.local_slots);
   row(out, "KV cache, hybrid local/global", m.kv.hybrid, buf);
   std::snprintf(buf, sizeof buf, "%lld layers x %lld tokens; hybrid saves %.1fx", (long long)c.n_layer,
-                (long long)p.n_ctx, static_cast<double>(m.kv.all_global) / static_cast<double>(m.kv.hybrid));
+                (long long)m.kv.global_slots, static_cast<double>(m.kv.all_global) / static_cast<double>(m.kv.hybrid));
   row(out, "KV cache, all layers global", m.kv.all_global, buf);
   const double mha_ratio = static_cast<double>(m.kv_mha.all_global) / static_cast<double>(m.kv.all_global);
   std::snprintf(buf, sizeof buf, "%.0fx the %lld-head KV", mha_ratio, (long long)c.n_head_kv);

@@ -12,13 +12,16 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/cpu/attention.h"
 #include "model/config.h"
 
 namespace squeeze::model {
 
-enum class KvType { f32, f16, bf16, q8_0 };
-KvType kv_type_from_name(std::string_view name);  // "f32", "f16", "bf16", "q8_0" (any case)
-const char* kv_type_name(KvType t);
+// The KV element types are the engine's own (f32, f16, bf16): the planner sizes only
+// caches that `generate --kv` can run.
+using kernels::cpu::KvType;
+using kernels::cpu::kv_type_from_name;  // "f32", "f16", "bf16" (any case)
+using kernels::cpu::kv_type_name;
 
 // Weight bytes for a type name, tensor by tensor (weight_tensors()):
 //  - a preset or ggml type name: the per-tensor rules of model/quant_rules.h (Q4_K_M,
@@ -40,9 +43,10 @@ struct PlanParams {
   int64_t n_ctx = 0;                   // tokens to hold; 0 = the config's n_ctx
   std::string weight_type = "Q4_K_M";
   std::optional<int64_t> weight_bytes; // exact bytes (from a file) override weight_type
-  KvType kv_type = KvType::bf16;
-  int64_t local_headroom = 0;          // extra ring slots on local layers (speculative rollback)
-  int64_t batch = 512;                 // prefill micro-batch for the activation estimate
+  KvType kv_type = KvType::BF16;
+  int64_t local_headroom = 0;          // ring slots beyond the window; 0: the runtime's rule,
+                                       // local_ring_headroom(batch) (model/kv_slots.h)
+  int64_t batch = 512;                 // prefill micro-batch (activations, default headroom)
   int64_t device_bytes = 24'000'000'000;  // "24 GB"
 };
 
@@ -50,8 +54,11 @@ struct KvSizes {
   int64_t n_head_kv = 0;
   int64_t bytes_per_token_layer = 0;  // K and V for one token in one layer
   int64_t local_slots = 0;            // tokens a local layer holds: min(ctx, window + headroom)
-  int64_t hybrid = 0;                 // global layers × ctx + local layers × local_slots
-  int64_t all_global = 0;             // every layer × ctx
+  int64_t global_slots = 0;           // tokens a global layer holds: ctx rounded up to 256-slot chunks
+  int64_t hybrid = 0;                 // global layers × global_slots + local layers × local_slots
+  int64_t all_global = 0;             // every layer × global_slots
+  // Slot counts come from kv_layer_slots() (model/kv_slots.h), as the KV cache allocates:
+  // `hybrid` is exactly KvCache::memory().bytes_at_limit for the same ctx, type, headroom.
 };
 
 struct MemoryPlan {
@@ -69,9 +76,9 @@ struct MemoryPlan {
 // Validates the config and parameters (errors name the field).
 MemoryPlan plan_memory(const ModelConfig& c, const PlanParams& p);
 
-// KV bytes for one token in one layer: 2 (K, V) · n_head_kv · head_dim · element size
-// (q8_0: 34 bytes per 32 elements; head_dim must then be a multiple of 32).
+// KV bytes for one token in one layer: 2 (K, V) · n_head_kv · head_dim · element size.
 int64_t kv_bytes_per_token_layer(int64_t n_head_kv, int64_t head_dim, KvType t);
+// `headroom` is the resolved ring headroom (local_ring_headroom()), not 0-means-default.
 KvSizes kv_sizes(const ModelConfig& c, int64_t n_head_kv, int64_t n_ctx, KvType t, int64_t headroom);
 
 // Activations and scratch during prefill, f32, B = min(batch, ctx) tokens in flight:

@@ -14,8 +14,9 @@ KvCacheConfig cache_config(const ModelConfig& c, int64_t n_ctx, int64_t chunk, c
   k.head_dim = c.head_dim;
   for (int64_t i = 0; i < c.n_layer; ++i) k.layer_windows.push_back(c.is_local[static_cast<size_t>(i)] ? c.sliding_window : 0);
   k.context_limit = n_ctx;
-  // A prefill chunk of n tokens needs n - 1 slots of headroom in a local ring (kv_cache.h).
-  k.headroom = p.kv_headroom > 0 ? p.kv_headroom : std::max<int64_t>(chunk, 64);
+  // The planner's rule (kv_slots.h): a prefill chunk of n tokens needs n - 1 slots of
+  // headroom in a local ring.
+  k.headroom = local_ring_headroom(chunk, p.kv_headroom);
   k.type = p.kv_type;
   return k;
 }

@@ -23,7 +23,7 @@ struct SessionParams {
   int64_t n_ctx = 0;               // 0: the model's context length
   int64_t batch = 64;              // prefill tokens per forward step (GEMM M)
   KvType kv_type = KvType::F16;
-  int64_t kv_headroom = 0;         // ring slots beyond the window; 0: max(batch, 64)
+  int64_t kv_headroom = 0;         // ring slots beyond the window; 0: local_ring_headroom(batch)
   ThreadPool* pool = nullptr;      // null: default_thread_pool()
 };
 

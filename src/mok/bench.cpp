@@ -142,18 +142,29 @@ VerifyResult verify_layer(Transport& t, const MoeConfig& cfg, LayerOptions opt, 
   const auto ref = reference_forward(cfg, rw, xd);
   const auto rg = reference_backward(cfg, rw, xd, dd);
   VerifyResult v;
-  auto err = [&](const std::vector<float>& a, const std::vector<double>& b) {
-    double worst = 0, scale = 1;
+  // Norm-wise error (scaled by max(1, max|ref|)): [0] as measured, [1] beyond the
+  // reference's per-value bound on bf16 rounding flips (0 almost everywhere).
+  auto err = [&](const std::vector<float>& a, const std::vector<double>& b, const std::vector<double>& flip,
+                 double* raw, double* beyond) {
+    double scale = 1;
+    *raw = *beyond = 0;
     for (size_t i = 0; i < a.size(); ++i) scale = std::max(scale, std::fabs(b[size_t(me * T * H) + i]));
-    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[size_t(me * T * H) + i]));
-    return worst / scale;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double d = std::fabs(a[i] - b[size_t(me * T * H) + i]);
+      *raw = std::max(*raw, d / scale);
+      *beyond = std::max(*beyond, (d - flip[size_t(me * T * H) + i]) / scale);
+    }
   };
-  double e[2] = {err(out, ref.out), err(dx, rg.dx)};
-  t.allreduce(e, 2, ReduceOp::Max);
-  v.out_err = e[0], v.dx_err = e[1];
-  // Same bounds as the tests: f32 accumulation, plus K one-ulp bf16 rounding flips.
-  v.tol = cfg.shape().payload == Payload::BF16 ? cfg.K() * std::ldexp(1.0, -8) + 1e-4 : 1e-4;
-  v.ok = v.out_err <= v.tol && v.dx_err <= v.tol;
+  double e[4];
+  err(out, ref.out, ref.out_flip, &e[0], &e[1]);
+  err(dx, rg.dx, rg.dx_flip, &e[2], &e[3]);
+  t.allreduce(e, 4, ReduceOp::Max);
+  v.out_err = e[0], v.dx_err = e[2];
+  // Same bound as the tests: f32 arithmetic (the reference rounds to bf16 where the layer
+  // does), plus the flips the reference allows per value.
+  v.tol = layer_f32_tolerance(cfg, cfg.R() * T);
+  v.beyond_flips = std::max(e[1], e[3]);
+  v.ok = v.beyond_flips <= v.tol;
   return v;
 }
 

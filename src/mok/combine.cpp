@@ -16,7 +16,7 @@ void Dispatcher::combine_push(const DispatchHandle& h, std::vector<std::byte>& s
                 staging_.data() + (size_t(i) * rb_), rb_, true);
   t_.flush();
   for (int i = 0; i < R_; ++i) signal((me_ + i) % R_, f_comb_push_, me_);
-  for (int s = 0; s < R_; ++s) t_.wait_flag(me_, f_comb_push_, s, epoch, s, "push combine: rows");
+  for (int s = 0; s < R_; ++s) t_.wait_round(me_, f_comb_push_, s, epoch, s, "push combine: rows");
   slots.resize(size_t(h.tokens * K) * rb_);
   if (!slots.empty()) std::memcpy(slots.data(), t_.local(comb_recv_), slots.size());
 }
@@ -35,8 +35,8 @@ void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows, std::v
   for (int i = 0; i < R_; ++i) {
     const int d = (me_ + i) % R_;
     const int64_t b = h.send_begin[size_t(d * EL_)], n = h.send_begin[size_t((d + 1) * EL_)] - b;
-    if (n == 0) continue;  // nothing to read from d: no need to wait for it
-    t_.wait_flag(d, f_comb_pub_, 0, epoch, d, "pull combine: outputs published");
+    if (n == 0) continue;  // nothing to read from d: its credit (below) still orders reuse
+    t_.wait_round(d, f_comb_pub_, 0, epoch, d, "pull combine: outputs published");
     bool known = true;
     for (int e = 0; e < EL_; ++e) known = known && h.dest_seg[size_t(d * EL_ + e)] >= 0;
     if (!known) {
@@ -59,6 +59,7 @@ void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows, std::v
 void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const float* rows, const CombineOut& out) {
   SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "combine: the handle is not from a dispatch");
   std::vector<std::byte> slots;
+  begin_round(f_combine_credit_, combine_round_, "combine: previous round consumed");
   if (style == CombineStyle::Push) {
     staging_.resize(size_t(h.n_rows()) * rb_);
     to_payload(rows, staging_.data(), h.n_rows());
@@ -66,6 +67,7 @@ void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const floa
   } else {
     combine_pull(h, rows, slots);
   }
+  end_round(f_combine_credit_);  // slots hold copies: this round's buffers are free again
   const int64_t H = cfg_.H();
   const int K = cfg_.K();
   std::vector<float> tmp(static_cast<size_t>(H));

@@ -22,7 +22,7 @@ void Dispatcher::dispatch_push_negotiated(DispatchHandle& h, const float* x, con
   }
   t_.flush();
   for (int d = 0; d < R_; ++d) signal(d, f_cnt_, me_);
-  for (int s = 0; s < R_; ++s) t_.wait_flag(me_, f_cnt_, s, epoch, s, "push dispatch: counts");
+  for (int s = 0; s < R_; ++s) t_.wait_round(me_, f_cnt_, s, epoch, s, "push dispatch: counts");
   const int32_t* C = reinterpret_cast<const int32_t*>(t_.local(cnt_mat_));  // [s][e]
   mark_known();
 
@@ -65,16 +65,19 @@ void Dispatcher::dispatch_push_negotiated(DispatchHandle& h, const float* x, con
     t_.flush();  // staging is reused for the next destination
   }
   for (int d = 0; d < R_; ++d) signal(d, f_pn_done_, me_);
-  for (int s = 0; s < R_; ++s) t_.wait_flag(me_, f_pn_done_, s, epoch, s, "push dispatch: rows");
+  for (int s = 0; s < R_; ++s) t_.wait_round(me_, f_pn_done_, s, epoch, s, "push dispatch: rows");
 
-  // 4. Rows are already in expert order in the receive buffer: no copy.
+  // 4. Rows are already in expert order in the receive buffer. One local copy still:
+  // the dispatch's credit hands the buffer back to the senders (a push-private or
+  // cached dispatch may write it as soon as every rank has credited this round).
   const RowMeta* m = reinterpret_cast<const RowMeta*>(t_.local(recv_meta_));
   for (int64_t i = 0; i < h.n_rows(); ++i) {
     h.src_index[size_t(i)] = m[i].index;
     h.src_slot[size_t(i)] = m[i].slot;
     h.row_gate[size_t(i)] = m[i].gate;
   }
-  h.rows_ = t_.local(recv_);
+  h.owned_rows_.assign(t_.local(recv_), t_.local(recv_) + size_t(h.n_rows()) * rb_);
+  h.rows_ = h.owned_rows_.data();
 }
 
 // pplx-style: source s owns region s (max_rows_per_pair rows) in every receiver, writes
@@ -111,7 +114,7 @@ uint64_t Dispatcher::send_private(const DispatchHandle& h, const float* x, bool 
 void Dispatcher::dispatch_push_private(DispatchHandle& h, const float* x) {
   const uint64_t epoch = send_private(h, x, true);
   const size_t region = size_t(cfg_.max_rows_per_pair());
-  for (int s = 0; s < R_; ++s) t_.wait_flag(me_, f_pp_done_, s, epoch, s, "push-private dispatch: rows");
+  for (int s = 0; s < R_; ++s) t_.wait_round(me_, f_pp_done_, s, epoch, s, "push-private dispatch: rows");
   mark_known();
   const int32_t* pc = reinterpret_cast<const int32_t*>(t_.local(priv_cnt_));  // [s][e]
   std::vector<int64_t> counts(size_t(EL_ * R_));
@@ -156,6 +159,7 @@ void Dispatcher::collect_private(const DispatchHandle& h, std::byte* dst, Dispat
 
 void Dispatcher::dispatch_cached(DispatchStyle style, const DispatchHandle& h, const float* x, float* out) {
   SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "cached dispatch: the handle is not from a dispatch");
+  begin_round(f_dispatch_credit_, dispatch_round_, "cached dispatch: previous round consumed");
   if (style == DispatchStyle::Pull) {
     to_payload(x, t_.local(tok_pub_), h.tokens);
     const uint64_t epoch = ++pub_epoch_;
@@ -163,7 +167,7 @@ void Dispatcher::dispatch_cached(DispatchStyle style, const DispatchHandle& h, c
     std::vector<std::byte> rows(size_t(h.n_rows()) * rb_);
     for (int i = 0; i < R_; ++i) {
       const int s = (me_ + i) % R_;
-      t_.wait_flag(s, f_pub_, 0, epoch, s, "pull dispatch (cached): rows published");
+      t_.wait_round(s, f_pub_, 0, epoch, s, "pull dispatch (cached): rows published");
       for (int e = 0; e < EL_; ++e) {
         for (int64_t row = h.seg_start[size_t(e * R_ + s)], end_seg = h.seg_start[size_t(e * R_ + s + 1)];
              row < end_seg;) {
@@ -176,14 +180,16 @@ void Dispatcher::dispatch_cached(DispatchStyle style, const DispatchHandle& h, c
       }
     }
     t_.flush();
+    end_round(f_dispatch_credit_);
     from_payload(rows.data(), out, h.n_rows());
     return;
   }
   // Both push styles: the owner already knows every count, so private regions suffice.
   const uint64_t epoch = send_private(h, x, false);
-  for (int s = 0; s < R_; ++s) t_.wait_flag(me_, f_pp_done_, s, epoch, s, "push dispatch (cached): rows");
+  for (int s = 0; s < R_; ++s) t_.wait_round(me_, f_pp_done_, s, epoch, s, "push dispatch (cached): rows");
   std::vector<std::byte> rows(size_t(h.n_rows()) * rb_);
   collect_private(h, rows.data(), nullptr);
+  end_round(f_dispatch_credit_);
   from_payload(rows.data(), out, h.n_rows());
 }
 

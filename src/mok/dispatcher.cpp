@@ -66,6 +66,19 @@ Dispatcher::Dispatcher(const MoeConfig& cfg, Transport& t)
   f_pp_done_ = t.alloc_flags(R_);
   f_comb_push_ = t.alloc_flags(R_);
   f_comb_pub_ = t.alloc_flags(1);
+  f_dispatch_credit_ = t.alloc_flags(R_);
+  f_combine_credit_ = t.alloc_flags(R_);
+}
+
+void Dispatcher::begin_round(FlagId credits, uint64_t& round, const char* what) {
+  for (int i = 0; i < R_; ++i) {
+    const int p = (me_ + i) % R_;
+    t_.wait_flag(me_, credits, p, round, p, what);  // >=: a fast peer may already have consumed the next one
+  }
+  ++round;
+}
+void Dispatcher::end_round(FlagId credits) {
+  for (int i = 0; i < R_; ++i) signal((me_ + i) % R_, credits, me_);
 }
 
 void Dispatcher::get_counted(void* dst, int rank, SymBuffer b, size_t off, size_t n, bool payload) {
@@ -148,13 +161,13 @@ DispatchHandle Dispatcher::dispatch(DispatchStyle style, const float* x, const R
   timing_ = {};
   DispatchHandle h;
   prepare_home(h, routing);
+  begin_round(f_dispatch_credit_, dispatch_round_, "dispatch: previous round consumed");
   switch (style) {
     case DispatchStyle::Pull: dispatch_pull(h, x, routing); break;
     case DispatchStyle::PushNegotiated: dispatch_push_negotiated(h, x, routing); break;
     case DispatchStyle::PushPrivate: dispatch_push_private(h, x); break;
   }
-  // Publish the segment table for pull combines (any dispatch style may be combined by pull).
-  std::memcpy(t_.local(seg_pub_), h.seg_start.data(), h.seg_start.size() * 8);
+  end_round(f_dispatch_credit_);  // every style has copied out all it received
   timing_.done_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
   return h;
 }
@@ -180,7 +193,7 @@ void Dispatcher::dispatch_pull(DispatchHandle& h, const float* x, const Routing&
   std::vector<std::byte> routes(route_bytes * size_t(R_));
   for (int i = 0; i < R_; ++i) {
     const int s = (me_ + i) % R_;
-    t_.wait_flag(s, f_pub_, 0, epoch, s, "pull dispatch: tokens published");
+    t_.wait_round(s, f_pub_, 0, epoch, s, "pull dispatch: tokens published");
     get_counted(routes.data() + (route_bytes * size_t(s)), s, route_pub_, 0, route_bytes, false);
   }
   t_.flush();

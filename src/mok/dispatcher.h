@@ -14,9 +14,13 @@
 //    flag; the expert owner reads all routing, then gets exactly the rows it needs
 //    straight into expert-contiguous order.
 //
-// Buffer lifetime: a handle's rows (rows()) stay valid until the next dispatch on the
-// same Dispatcher; between two dispatches (or two combines) every rank must have passed
-// a point that orders them — the layer's combine does, the benchmark uses barrier().
+// Buffer reuse is ordered by credits: after a dispatch (or cached dispatch) each rank
+// tells every rank "I consumed your round", and no rank writes its published buffers or
+// a peer's receive buffers for the next round before every rank's credit for the last
+// one is in; combines likewise. So ranks may loop forward -> forward with no barrier,
+// and since no writer can get a round ahead, every data-flag wait is exact: a flag past
+// the expected round means the ranks' call sequences differ, and it throws.
+// A handle owns its rows (rows() is valid as long as the handle).
 #pragma once
 
 #include <chrono>
@@ -120,6 +124,10 @@ class Dispatcher {
   void get_counted(void* dst, int rank, SymBuffer b, size_t off, size_t n, bool payload);
   void put_counted(int rank, SymBuffer b, size_t off, const void* src, size_t n, bool payload);
   void signal(int rank, FlagId f, int64_t index);
+  // Credits: wait until every rank consumed this rank's previous round; then (end) tell
+  // every rank this one consumed theirs.
+  void begin_round(FlagId credits, uint64_t& round, const char* what);
+  void end_round(FlagId credits);
   void mark_known();
 
   void dispatch_pull(DispatchHandle& h, const float* x, const Routing& r);
@@ -139,6 +147,9 @@ class Dispatcher {
   // Flags: *_epoch_ counts how many times each was raised, equal on all ranks.
   FlagId f_pub_, f_cnt_, f_pn_done_, f_pp_done_, f_comb_push_, f_comb_pub_;
   uint64_t pub_epoch_ = 0, pn_epoch_ = 0, pp_epoch_ = 0, cpush_epoch_ = 0, cpub_epoch_ = 0;
+  // Credit flags [R] (slot s: rank s consumed round) and rounds started, per phase.
+  FlagId f_dispatch_credit_, f_combine_credit_;
+  uint64_t dispatch_round_ = 0, combine_round_ = 0;
   std::vector<std::byte> staging_;
   Traffic traffic_;
   DispatchTiming timing_;

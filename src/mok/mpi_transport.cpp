@@ -2,6 +2,8 @@
 #include "mok/mpi_transport.h"
 
 #include <atomic>
+#include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,9 +22,50 @@ void check(int rc, const char* what) {
   fail("MPI: ", what, ": ", std::string(msg, size_t(len)));
 }
 
+// Tag of the arrival tokens below; MPI matches messages in order per (source, tag,
+// communicator), so successive arrivals never mix.
+constexpr int kArrivalTag = 0x5a7e;
+
+// A barrier with a deadline that can name who is missing: every rank sends a token to
+// every other and polls for theirs. Blocking collectives (MPI_Barrier, the window
+// constructors) would hang forever on a rank that never comes; this precedes each of
+// them so they only start once every rank is known to be there.
+void arrive_all(MPI_Comm comm, std::chrono::milliseconds timeout, const char* what) {
+  int me = 0, n = 1;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  static const char token = 0;  // sends may outlive this call after a timeout
+  std::vector<char> got(static_cast<size_t>(n));
+  std::vector<MPI_Request> recv(static_cast<size_t>(n), MPI_REQUEST_NULL), send(static_cast<size_t>(n), MPI_REQUEST_NULL);
+  for (int r = 0; r < n; ++r) {
+    if (r == me) continue;
+    check(MPI_Irecv(&got[size_t(r)], 1, MPI_CHAR, r, kArrivalTag, comm, &recv[size_t(r)]), "MPI_Irecv");
+    check(MPI_Isend(&token, 1, MPI_CHAR, r, kArrivalTag, comm, &send[size_t(r)]), "MPI_Isend");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  uint64_t spins = 0;
+  for (int r = 0; r < n; ++r) {
+    for (int done = 0;;) {
+      check(MPI_Test(&recv[size_t(r)], &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) break;
+      relax(spins);
+      if (std::chrono::steady_clock::now() <= deadline) continue;
+      for (auto& q : recv)
+        if (q != MPI_REQUEST_NULL) MPI_Cancel(&q), MPI_Request_free(&q);
+      for (auto& q : send)
+        if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
+      fail("rank ", r, " did not arrive within ", timeout.count(), " ms (rank ", me, " waiting for ", what, ")");
+    }
+  }
+  // Every token was received, so every send can complete.
+  check(MPI_Waitall(n, send.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+}
+
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MpiMode mode, MPI_Comm comm) : mode_(mode) {
+  MpiTransport(MpiMode mode, MPI_Comm comm, std::chrono::milliseconds timeout) : mode_(mode) {
+    set_timeout(timeout);
+    arrive_all(comm, timeout, "mpi transport construction");
     check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
@@ -113,9 +156,24 @@ class MpiTransport final : public Transport {
     return value;
   }
   void barrier() override { flag_barrier(barrier_slots_, barrier_generation_); }
+  // Arrival first (names a missing rank), then a non-blocking all-reduce polled against
+  // the same timeout, so a rank that arrives and then dies cannot hang the rest either.
   void allreduce(double* v, int64_t n, ReduceOp op) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, v, int(n), MPI_DOUBLE, op == ReduceOp::Sum ? MPI_SUM : MPI_MAX, comm_),
-          "MPI_Allreduce");
+    SQZ_CHECK(n >= 0 && n <= INT_MAX, "mpi transport: all-reduce of ", n, " values");
+    arrive_all(comm_, timeout(), "all-reduce");
+    MPI_Request req;
+    check(MPI_Iallreduce(MPI_IN_PLACE, v, int(n), MPI_DOUBLE, op == ReduceOp::Sum ? MPI_SUM : MPI_MAX, comm_, &req),
+          "MPI_Iallreduce");
+    const auto deadline = std::chrono::steady_clock::now() + timeout();
+    uint64_t spins = 0;
+    for (int done = 0;;) {
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      relax(spins);
+      if (std::chrono::steady_clock::now() > deadline)
+        fail("mpi transport: all-reduce did not complete within ", timeout().count(), " ms on rank ", rank_,
+             " (a rank arrived and then stopped)");
+    }
   }
 
  private:
@@ -126,6 +184,8 @@ class MpiTransport final : public Transport {
     bool dirty = false;
   };
   int make_window(size_t bytes) {
+    // MPI_Win_allocate* are blocking collectives: start them only once all are here.
+    arrive_all(comm_, timeout(), "window creation");
     Window w{MPI_WIN_NULL, bytes, std::vector<std::byte*>(size_t(size_), nullptr)};
     void* base = nullptr;
     const MPI_Aint sz = MPI_Aint(bytes == 0 ? 8 : bytes);
@@ -144,7 +204,7 @@ class MpiTransport final : public Transport {
     }
     std::memset(base, 0, size_t(sz));
     if (mode_ == MpiMode::Rma) check(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win), "MPI_Win_lock_all");
-    MPI_Barrier(comm_);  // every rank's memory is zeroed before anyone touches it
+    arrive_all(comm_, timeout(), "window zeroing");  // every rank's memory is zeroed before anyone touches it
     windows_.push_back(w);
     return int(windows_.size()) - 1;
   }
@@ -185,8 +245,8 @@ MpiMode parse_mpi_mode(const std::string& s) {
   fail("unknown MPI mode '", s, "' (expected shm or rma)");
 }
 
-std::unique_ptr<Transport> make_mpi_transport(MpiMode mode, MPI_Comm comm) {
-  return std::make_unique<MpiTransport>(mode, comm);
+std::unique_ptr<Transport> make_mpi_transport(MpiMode mode, MPI_Comm comm, std::chrono::milliseconds timeout) {
+  return std::make_unique<MpiTransport>(mode, comm, timeout);
 }
 
 void ensure_mpi_initialised() {

@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -22,8 +23,11 @@ MpiMode parse_mpi_mode(const std::string& s);
 
 // MPI must be initialised (MPI_Init_thread with at least MPI_THREAD_FUNNELED); the
 // transport is used by the thread that initialised it. Construction and destruction
-// are collective over `comm`.
-std::unique_ptr<Transport> make_mpi_transport(MpiMode mode, MPI_Comm comm = MPI_COMM_WORLD);
+// are collective over `comm`. Every collective it makes (construction, alloc, barrier,
+// allreduce) has the transport's timeout (`timeout` until set_timeout) and names a rank
+// that did not arrive; only destruction (MPI_Win_free) is a bare collective.
+std::unique_ptr<Transport> make_mpi_transport(MpiMode mode, MPI_Comm comm = MPI_COMM_WORLD,
+                                              std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // Initialises MPI once for the process (no-op if already done); finalises at exit.
 void ensure_mpi_initialised();

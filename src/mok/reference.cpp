@@ -17,7 +17,18 @@ double sigmoid(double a) { return 1.0 / (1.0 + std::exp(-a)); }
 struct Rounder {
   bool on;
   double operator()(double v) const { return on ? double(bf16_to_f32(f32_to_bf16(float(v)))) : v; }
+  // The most a flip can change round(v) when the layer's value may be anywhere in
+  // v ± err: one bf16 ulp if that interval holds a rounding midpoint, else 0.
+  double flip(double v, double err) const {
+    if (!on || (*this)(v - err) == (*this)(v + err)) return 0;
+    return std::ldexp(1.0, std::ilogb(std::max(std::fabs(v) + err, 1e-30)) - 7);
+  }
 };
+
+// The layer's f32 error on a value computed from `terms` products of magnitude sum
+// `abs_sum` after a chain of n accumulations: n * 2^-24 * abs_sum (the classic
+// gamma_n bound), doubled for the f32 exp/silu ulps along the way.
+double f32_err(int64_t n, double abs_sum) { return 2.0 * double(n) * std::ldexp(1.0, -24) * abs_sum; }
 
 struct Route {
   std::vector<double> s;   // activated scores [E]
@@ -56,19 +67,25 @@ Route route_token(const MoeConfig& cfg, const RefWeights& w, const double* x) {
 // One SwiGLU expert on one row, keeping what its backward needs.
 struct FfnTrace {
   std::vector<double> a, b, h, y;
+  std::vector<double> y_abs;  // sum of |down * h| per output: the f32 error scale
 };
 FfnTrace ffn(const BasicExpertWeights<double>& w, int64_t H, int64_t I, const std::vector<double>& x) {
   FfnTrace f{std::vector<double>(size_t(I)), std::vector<double>(size_t(I)), std::vector<double>(size_t(I)),
-             std::vector<double>(size_t(H))};
+             std::vector<double>(size_t(H)), {}};
   for (int64_t i = 0; i < I; ++i) {
     double a = 0, b = 0;
     for (int64_t h = 0; h < H; ++h) a += w.gate[size_t(i * H + h)] * x[size_t(h)], b += w.up[size_t(i * H + h)] * x[size_t(h)];
     f.a[size_t(i)] = a, f.b[size_t(i)] = b, f.h[size_t(i)] = a * sigmoid(a) * b;
   }
+  f.y_abs.resize(size_t(H));
   for (int64_t h = 0; h < H; ++h) {
-    double y = 0;
-    for (int64_t i = 0; i < I; ++i) y += w.down[size_t(h * I + i)] * f.h[size_t(i)];
+    double y = 0, ya = 0;
+    for (int64_t i = 0; i < I; ++i) {
+      y += w.down[size_t(h * I + i)] * f.h[size_t(i)];
+      ya += std::fabs(w.down[size_t(h * I + i)] * f.h[size_t(i)]);
+    }
     f.y[size_t(h)] = y;
+    f.y_abs[size_t(h)] = ya;
   }
   return f;
 }
@@ -76,8 +93,9 @@ FfnTrace ffn(const BasicExpertWeights<double>& w, int64_t H, int64_t I, const st
 // dy -> accumulates weight grads into gw, returns dx of this row.
 std::vector<double> ffn_backward(const BasicExpertWeights<double>& w, BasicExpertWeights<double>& gw, int64_t H,
                                  int64_t I, const std::vector<double>& x, const FfnTrace& f,
-                                 const std::vector<double>& dy) {
+                                 const std::vector<double>& dy, std::vector<double>* dx_abs = nullptr) {
   std::vector<double> dx(size_t(H), 0.0);
+  if (dx_abs) dx_abs->assign(size_t(H), 0.0);
   for (int64_t i = 0; i < I; ++i) {
     double dh = 0;
     for (int64_t h = 0; h < H; ++h) {
@@ -91,6 +109,7 @@ std::vector<double> ffn_backward(const BasicExpertWeights<double>& w, BasicExper
       gw.gate[size_t(i * H + h)] += da * x[size_t(h)];
       gw.up[size_t(i * H + h)] += db * x[size_t(h)];
       dx[size_t(h)] += da * w.gate[size_t(i * H + h)] + db * w.up[size_t(i * H + h)];
+      if (dx_abs) (*dx_abs)[size_t(h)] += std::fabs(da * w.gate[size_t(i * H + h)]) + std::fabs(db * w.up[size_t(i * H + h)]);
     }
   }
   return dx;
@@ -109,19 +128,29 @@ void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x
   const int64_t H = cfg.H(), I = cfg.I(), N = int64_t(x.size()) / H;
   const int K = cfg.K();
   const Rounder wire{opt.emulate_payload && cfg.shape().payload == Payload::BF16};
-  if (res) res->out.assign(size_t(N * H), 0.0), res->expert.clear(), res->gate.clear();
-  if (grads) grads->dx.assign(size_t(N * H), 0.0), grads->dw = RefWeights::zeros(cfg);
+  if (res) res->out.assign(size_t(N * H), 0.0), res->out_flip.assign(size_t(N * H), 0.0), res->expert.clear(), res->gate.clear();
+  if (grads) {
+    grads->dx.assign(size_t(N * H), 0.0), grads->dw = RefWeights::zeros(cfg);
+    grads->dx_flip.assign(size_t(N * H), 0.0);
+    grads->router_flip.assign(size_t(cfg.E() * H), 0.0), grads->router_bias_flip.assign(size_t(cfg.E()), 0.0);
+  }
+  // A value the layer computes after the router (H terms), an expert's two projections
+  // (H, then I terms): at most this many chained accumulation steps.
+  const int64_t chain = H + I + cfg.E();
   for (int64_t t = 0; t < N; ++t) {
     std::vector<double> xt(x.begin() + t * H, x.begin() + (t + 1) * H), xr(static_cast<size_t>(H));
     for (int64_t h = 0; h < H; ++h) xr[size_t(h)] = wire(xt[size_t(h)]);
     const Route r = route_token(cfg, w, xt.data());
-    std::vector<std::vector<double>> ys;
+    std::vector<std::vector<double>> ys, y_flip;
     std::vector<FfnTrace> traces;
     for (int k = 0; k < K; ++k) {
       traces.push_back(ffn(w.experts[size_t(r.sel[size_t(k)])], H, I, xr));
-      std::vector<double> y = traces.back().y;
+      std::vector<double> y = traces.back().y, fl(static_cast<size_t>(H));
+      for (int64_t h = 0; h < H; ++h)
+        fl[size_t(h)] = wire.flip(y[size_t(h)], f32_err(chain, traces.back().y_abs[size_t(h)]));
       for (double& v : y) v = wire(v);
       ys.push_back(std::move(y));
+      y_flip.push_back(std::move(fl));
     }
     FfnTrace shared;
     if (cfg.shape().shared_expert) shared = ffn(w.shared, H, I, xt);
@@ -129,7 +158,10 @@ void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x
       for (int k = 0; k < K; ++k) {
         res->expert.push_back(r.sel[size_t(k)]);
         res->gate.push_back(r.g[size_t(k)]);
-        for (int64_t h = 0; h < H; ++h) res->out[size_t(t * H + h)] += r.g[size_t(k)] * ys[size_t(k)][size_t(h)];
+        for (int64_t h = 0; h < H; ++h) {
+          res->out[size_t(t * H + h)] += r.g[size_t(k)] * ys[size_t(k)][size_t(h)];
+          res->out_flip[size_t(t * H + h)] += r.g[size_t(k)] * y_flip[size_t(k)][size_t(h)];
+        }
       }
       if (cfg.shape().shared_expert)
         for (int64_t h = 0; h < H; ++h) res->out[size_t(t * H + h)] += shared.y[size_t(h)];
@@ -138,14 +170,22 @@ void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x
     std::vector<double> d(dout->begin() + t * H, dout->begin() + (t + 1) * H), dr(static_cast<size_t>(H));
     for (int64_t h = 0; h < H; ++h) dr[size_t(h)] = wire(d[size_t(h)]);
     double* dx = &grads->dx[size_t(t * H)];
-    std::vector<double> dg(static_cast<size_t>(K));
+    double* dx_flip = &grads->dx_flip[size_t(t * H)];
+    std::vector<double> dg(static_cast<size_t>(K)), dg_flip(static_cast<size_t>(K));
     for (int k = 0; k < K; ++k) {
-      for (int64_t h = 0; h < H; ++h) dg[size_t(k)] += d[size_t(h)] * ys[size_t(k)][size_t(h)];
-      std::vector<double> dy(static_cast<size_t>(H));
+      for (int64_t h = 0; h < H; ++h) {
+        dg[size_t(k)] += d[size_t(h)] * ys[size_t(k)][size_t(h)];
+        dg_flip[size_t(k)] += std::fabs(d[size_t(h)]) * y_flip[size_t(k)][size_t(h)];
+      }
+      std::vector<double> dy(static_cast<size_t>(H)), dxk_abs;
       for (int64_t h = 0; h < H; ++h) dy[size_t(h)] = r.g[size_t(k)] * dr[size_t(h)];
       const int32_t e = r.sel[size_t(k)];
-      auto dxk = ffn_backward(w.experts[size_t(e)], grads->dw.experts[size_t(e)], H, I, xr, traces[size_t(k)], dy);
-      for (int64_t h = 0; h < H; ++h) dx[h] += wire(dxk[size_t(h)]);
+      auto dxk = ffn_backward(w.experts[size_t(e)], grads->dw.experts[size_t(e)], H, I, xr, traces[size_t(k)], dy,
+                              &dxk_abs);
+      for (int64_t h = 0; h < H; ++h) {
+        dx[h] += wire(dxk[size_t(h)]);
+        dx_flip[h] += wire.flip(dxk[size_t(h)], f32_err(2 * chain, dxk_abs[size_t(h)]));
+      }
     }
     if (cfg.shape().shared_expert) {
       auto dxs = ffn_backward(w.shared, grads->dw.shared, H, I, xt, shared, d);
@@ -171,10 +211,28 @@ void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x
         dx[h] += dl[size_t(e)] * w.router[size_t(e * H + h)];
       }
     }
+    // Flips in y move dg; bound their way through the same steps with magnitudes
+    // (|s| <= 1, softmax Jacobian rows sum to at most 2|s_e| |ds|max).
+    double dg_flip_sum = 0, ds_flip_max = 0;
+    for (int k = 0; k < K; ++k) dg_flip_sum += r.g[size_t(k)] * dg_flip[size_t(k)];
+    for (int k = 0; k < K; ++k) ds_flip_max = std::max(ds_flip_max, (dg_flip[size_t(k)] + dg_flip_sum) / r.S);
+    if (ds_flip_max > 0)
+      for (int e = 0; e < E; ++e) {
+        const double dl_flip = 2.0 * r.s[size_t(e)] * ds_flip_max;
+        grads->router_bias_flip[size_t(e)] += dl_flip;
+        for (int64_t h = 0; h < H; ++h) {
+          grads->router_flip[size_t(e * H + h)] += dl_flip * std::fabs(xt[size_t(h)]);
+          dx_flip[h] += dl_flip * std::fabs(w.router[size_t(e * H + h)]);
+        }
+      }
   }
 }
 
 }  // namespace
+
+double layer_f32_tolerance(const MoeConfig& cfg, int64_t N) {
+  return 4.0 * double(cfg.H() + cfg.I() + cfg.E() + N) * std::ldexp(1.0, -24);
+}
 
 ReferenceResult reference_forward(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x,
                                   ReferenceOptions opt) {

@@ -23,6 +23,14 @@ void Transport::wait_flag(int rank, FlagId f, int64_t index, uint64_t at_least, 
   }
 }
 
+void Transport::wait_round(int rank, FlagId f, int64_t index, uint64_t round, int blame, const char* what) {
+  wait_flag(rank, f, index, round, blame, what);
+  const uint64_t v = flag_load(rank, f, index);
+  if (v != round)
+    fail("rank ", blame, " is at round ", v, " but rank ", this->rank(), " expected round ", round, " (", what,
+         "): the ranks' call sequences differ");
+}
+
 void Transport::flag_barrier(FlagId slots, uint64_t& generation) {
   ++generation;
   const int me = rank();

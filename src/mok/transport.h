@@ -58,6 +58,11 @@ class Transport {
   // Waits until flag (on `rank`) >= at_least. Past the timeout throws squeeze::Error:
   // "rank <blame> did not arrive within <t> ms (<what>)".
   void wait_flag(int rank, FlagId f, int64_t index, uint64_t at_least, int blame, const char* what);
+  // As wait_flag for a flag raised once per round, where the caller knows no writer can
+  // be a round ahead (credits order the rounds): a value past `round` means the ranks
+  // called in different sequences (a skipped or extra round), and throws instead of
+  // letting the caller read a later round's data as this one's.
+  void wait_round(int rank, FlagId f, int64_t index, uint64_t round, int blame, const char* what);
 
   // Every rank arrives; one absent past the timeout is named in the error.
   virtual void barrier() = 0;

@@ -117,6 +117,14 @@ void check_reachable(const Plan& plan, double min_bits, double budget) {
 }  // namespace
 
 void plan_dynamic(Plan& plan, const DynamicOptions& o) {
+  // A free tensor that no candidate fits (e.g. --candidates Q4_K,Q5_K and a row of 96)
+  // keeps make_plan's row fallback, as a fixed choice.
+  for (TensorPlan& tp : plan.tensors) {
+    if (tp.fixed) continue;
+    bool any = false;
+    for (GgmlType t : o.candidates) any = any || tp.src->row_length() % gguf::ggml_type_info(t).block_size == 0;
+    if (!any) tp.fixed = true;
+  }
   // The smallest plan's size needs no measurement: refuse an unreachable target up front.
   double min_bits = 0;
   for (const TensorPlan& tp : plan.tensors) {

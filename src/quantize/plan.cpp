@@ -146,8 +146,11 @@ Plan make_plan(const SourceModel& m, const PlanOptions& options) {
         }
     }
     tp.type = fit(tp, t);
-    // A tensor the allocator could not vary (no K-quant fits its row) is fixed.
-    if (!tp.fixed && tp.type != t) tp.fixed = true;
+    // A free tensor whose row fits no K-quant stays free: the dynamic planner measures
+    // every candidate whose block divides the row (Q8_0, F16, ...) and may spend bits on
+    // it; `type` is only its starting point (plan_dynamic fixes it there when no
+    // candidate fits at all).
+    if (!tp.fixed && tp.type != t) tp.note = "row " + std::to_string(s.row_length()) + ": no K-quant fits";
     tp.copy = s.info != nullptr && tp.type == s.type;
     plan.tensors.push_back(std::move(tp));
   }

@@ -87,7 +87,7 @@ struct Plan {
 // The names of the presets `squeeze quantize` takes, for messages and --help.
 std::string preset_names();
 // Preset plan (or, when options.dynamic, the fixed part of a dynamic plan: norms,
-// overrides and fallbacks fixed, every other matrix `fixed = false` at Q4_K for now).
+// overrides fixed, every other matrix `fixed = false` at Q4_K, or its row fallback, for now).
 // The plan points into `m`, which must outlive it.
 Plan make_plan(const SourceModel& m, const PlanOptions& options);
 Plan make_plan(SourceModel&& m, const PlanOptions& options) = delete;

@@ -88,6 +88,23 @@ int32_t Tokenizer::intern(const std::string& bytes) {
   return it->second;
 }
 
+namespace {
+// Which way encoding can produce a token of this type: 0 by BPE (or byte fallback), 1 by
+// the special-token matcher, -1 never.
+int encodable_class(TokenType t) {
+  switch (t) {
+    case TokenType::normal:
+    case TokenType::undefined:
+    case TokenType::byte: return 0;
+    case TokenType::control:
+    case TokenType::user_defined: return 1;
+    case TokenType::unknown:
+    case TokenType::unused: return -1;
+  }
+  return -1;
+}
+}  // namespace
+
 Tokenizer::Tokenizer(const TokenizerData& d)
     : pre_(pre_tokenizer_from_name(d.pre)),
       bos_(d.bos_id), eos_(d.eos_id), pad_(d.pad_id), unk_(d.unk_id),
@@ -114,12 +131,23 @@ Tokenizer::Tokenizer(const TokenizerData& d)
   types_.resize(d.tokens.size(), TokenType::normal);
   pieces_.resize(d.tokens.size());
   specials_by_first_byte_.resize(256);
+  std::unordered_map<std::string, int32_t> seen[2];  // by encodable_class(): text -> first id
   for (int32_t id = 0; id < n; ++id) {
     const std::string& t = d.tokens[id];
     if (!d.token_types.empty()) {
       const int32_t ty = d.token_types[id];
       SQZ_CHECK(ty >= 0 && ty <= 6, "tokenizer: token ", id, " has unknown type ", ty);
       types_[id] = static_cast<TokenType>(ty);
+    }
+    // Two tokens that encoding could produce for the same text make its output depend on
+    // which id wins: refused. Duplicates that encoding never produces (unused, unknown)
+    // are tolerated, as are a special and a plain token of the same text (the special
+    // matcher and BPE never compete for it). llama.cpp refuses every duplicate (an
+    // assert), so files in use have none where it matters.
+    if (const int cls = encodable_class(types_[id]); cls >= 0) {
+      const auto [it, fresh] = seen[cls].try_emplace(t, id);
+      SQZ_CHECK(fresh, "tokenizer: token '", t, "' appears twice in the vocabulary (ids ", it->second, " and ", id,
+                "): encoding could not tell them apart");
     }
     text_to_id_.try_emplace(t, id);
     switch (types_[id]) {

@@ -3,6 +3,8 @@
 // against itself, positive against another model).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -12,6 +14,7 @@
 #include "eval/choice_tasks.h"
 #include "eval/sampled_kl.h"
 #include "model/random_model.h"
+#include "model/session.h"
 
 namespace squeeze::eval {
 namespace {
@@ -82,16 +85,57 @@ std::unique_ptr<model::Model> random_model(uint64_t seed, const std::string& pat
   return m;
 }
 
+// The candidate the model prefers, computed independently of the scorer: float64 log-
+// softmax of the model's logits over context + candidate, summed over the candidate's
+// tokens (per byte of the candidate for verse endings).
+int preferred_candidate(const model::Model& m, ChoiceTask task, const ChoiceItem& item) {
+  const auto& tok = m.tokenizer();
+  const std::vector<int32_t> ctx = tok.encode(item.context, {.add_special = false});
+  const int64_t V = m.config().n_vocab;
+  int best = -1;
+  double best_score = -INFINITY;
+  for (size_t c = 0; c < item.candidates.size(); ++c) {
+    std::vector<int32_t> seq = ctx;
+    const std::vector<int32_t> cand = tok.encode(item.candidates[c], {.add_special = false});
+    seq.insert(seq.end(), cand.begin(), cand.end());
+    EXPECT_LE(static_cast<int64_t>(seq.size()), m.config().n_ctx);  // no context cut: scored whole
+    model::Session s(m, {.n_ctx = m.config().n_ctx, .batch = std::min<int64_t>(m.config().n_ctx, 256)});
+    const auto logits = s.forward(seq, /*all_logits=*/true);
+    double score = 0;
+    for (size_t i = 0; i < cand.size(); ++i) {
+      const float* row = logits.data() + (ctx.size() - 1 + i) * static_cast<size_t>(V);
+      double mx = -INFINITY, sum = 0;
+      for (int64_t v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(row[v]));
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - mx);
+      score += static_cast<double>(row[cand[i]]) - mx - std::log(sum);
+    }
+    if (task == ChoiceTask::verse_ending) score /= static_cast<double>(item.candidates[c].size());
+    if (score > best_score) best_score = score, best = static_cast<int>(c);
+  }
+  return best;
+}
+
+// The scorer counts an item correct exactly when the model's preferred candidate is the
+// answer: with every answer moved to the preferred candidate it must score all items,
+// moved away from it none, and on the real items the independent count.
 TEST(ChoiceTasks, ScoringCountsEveryItem) {
   const auto m = random_model(3, temp_path("a.gguf"));
   for (auto task : {ChoiceTask::next_word, ChoiceTask::verse_ending}) {
-    const auto items = make_choice_items(task, kVerses, 12, 2);
+    const auto items = make_choice_items(task, kVerses, 8, 2);
+    auto right = items, wrong = items;
+    int64_t agree = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const int p = preferred_candidate(*m, task, items[i]);
+      ASSERT_GE(p, 0);
+      right[i].answer = p;
+      wrong[i].answer = (p + 1) % static_cast<int>(items[i].candidates.size());
+      agree += p == items[i].answer;
+    }
     const ChoiceResult r = score_choice_items(*m, task, items);
-    EXPECT_EQ(r.items, 12);
-    EXPECT_GE(r.correct, 0);
-    EXPECT_LE(r.correct, 12);
-    // Reproducible.
-    EXPECT_EQ(score_choice_items(*m, task, items).correct, r.correct);
+    EXPECT_EQ(r.items, 8);
+    EXPECT_EQ(r.correct, agree);
+    EXPECT_EQ(score_choice_items(*m, task, right).correct, 8);
+    EXPECT_EQ(score_choice_items(*m, task, wrong).correct, 0);
   }
 }
 

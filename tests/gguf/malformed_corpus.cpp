@@ -139,6 +139,8 @@ std::vector<MalformedCase> malformed_corpus() {
       [](RawFile& f) { f.kvs.push_back(kv_u32("general.alignment", 48)); });
   add("alignment_zero", "general.alignment 0 is not a power of two",
       [](RawFile& f) { f.kvs.push_back(kv_u32("general.alignment", 0)); });
+  add("alignment_too_small", "general.alignment 1 is below 32",  // misaligned in-place weights
+      [](RawFile& f) { f.kvs.push_back(kv_u32("general.alignment", 1)); });
   add("alignment_wrong_type", "general.alignment has type string",
       [](RawFile& f) { f.kvs.push_back(kv_string("general.alignment", "32")); });
   // Tensor infos.

@@ -79,6 +79,7 @@ TEST(GgufRoundTrip, CustomAlignmentIsWrittenAndUsed) {
   EXPECT_EQ(f.data_offset() % 256, 0u);
   for (const TensorInfo& t : f.tensors()) EXPECT_EQ(t.offset % 256, 0u);
   EXPECT_THROW(Writer(dir.file("b.gguf"), {.alignment = 48}), Error);
+  EXPECT_THROW(Writer(dir.file("b.gguf"), {.alignment = 8}), Error);  // the reader would refuse it
 }
 
 TEST(GgufRoundTrip, TensorHelpersDescribeRows) {

@@ -42,11 +42,17 @@ struct TestKv {
     for (int64_t p = 0; p < n_pos; ++p) push();
   }
 
+  // The 16-bit code of x in the storage type, and x rounded to it (exact RNE, core/dtype.h).
+  uint16_t encode(float x) const { return type == KvType::F16 ? f32_to_f16(x) : f32_to_bf16(x); }
+  float rounded(float x) const {
+    if (type == KvType::F32) return x;
+    return type == KvType::F16 ? f16_to_f32(f32_to_f16(x)) : bf16_to_f32(f32_to_bf16(x));
+  }
+
   void push() {
     auto kr = random_vector(H * D), vr = random_vector(H * D);
-    if (type == KvType::F16)
-      for (auto* row : {&kr, &vr})
-        for (float& x : *row) x = f16_to_f32(f32_to_f16(x));
+    for (auto* row : {&kr, &vr})
+      for (float& x : *row) x = rounded(x);
     const int64_t pos = end++;
     const KvLayerView vw = view();
     for (int64_t h = 0; h < H; ++h) {
@@ -58,8 +64,8 @@ struct TestKv {
           reinterpret_cast<float*>(kd)[d] = kr[static_cast<size_t>(h * D + d)];
           reinterpret_cast<float*>(vd)[d] = vr[static_cast<size_t>(h * D + d)];
         } else {
-          reinterpret_cast<uint16_t*>(kd)[d] = f32_to_f16(kr[static_cast<size_t>(h * D + d)]);
-          reinterpret_cast<uint16_t*>(vd)[d] = f32_to_f16(vr[static_cast<size_t>(h * D + d)]);
+          reinterpret_cast<uint16_t*>(kd)[d] = encode(kr[static_cast<size_t>(h * D + d)]);
+          reinterpret_cast<uint16_t*>(vd)[d] = encode(vr[static_cast<size_t>(h * D + d)]);
         }
       }
     }
@@ -329,7 +335,8 @@ std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, Attention,
                          ::testing::Values(Variant{Isa::Scalar, KvType::F32}, Variant{Isa::Scalar, KvType::F16},
-                                           Variant{Isa::Avx2, KvType::F32}, Variant{Isa::Avx2, KvType::F16}),
+                                           Variant{Isa::Scalar, KvType::BF16}, Variant{Isa::Avx2, KvType::F32},
+                                           Variant{Isa::Avx2, KvType::F16}, Variant{Isa::Avx2, KvType::BF16}),
                          variant_name);
 
 }  // namespace

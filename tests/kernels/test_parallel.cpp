@@ -2,8 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <thread>
 
 #include "kernel_test_util.h"
+#include "core/cpu_features.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/parallel.h"
 
 namespace squeeze::kernels::cpu {
@@ -46,6 +50,30 @@ TEST(Parallel, GemmBackendsMatchFloat64) {
         }
     }
   }
+}
+
+}  // namespace
+}  // namespace squeeze::kernels::cpu
+
+namespace squeeze::kernels::cpu {
+namespace {
+
+// OpenBLAS's environment is set before main, on the main thread: ctest runs this test in a
+// process of its own, where nothing has touched BLAS yet, so the variables can only be
+// there if they were set at start-up (not lazily by the first call, which may come from a
+// pool worker while other threads read the environment). Then the first call itself, from
+// a worker thread, loads the library and computes correctly.
+TEST(Blas, EnvironmentIsSetBeforeAnyCall) {
+  EXPECT_NE(std::getenv("OPENBLAS_NUM_THREADS"), nullptr);
+  if (cpu_features().has_avx2_fma()) {
+    EXPECT_NE(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+  }
+  const float a[2] = {1, 2}, b[2] = {3, 4};
+  float c = 0;
+  std::thread worker([&] { blas_gemm(GemmArgs<float>{.trans_b = true, .M = 1, .N = 1, .K = 2, .A = a, .lda = 2,
+                                                     .B = b, .ldb = 2, .C = &c, .ldc = 1}); });
+  worker.join();
+  EXPECT_EQ(c, 11.0f);
 }
 
 }  // namespace

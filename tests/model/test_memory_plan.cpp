@@ -27,7 +27,7 @@ PlanParams spec_params() {
   PlanParams p;
   p.n_ctx = 131072;
   p.weight_type = "Q4_K_M";
-  p.kv_type = KvType::bf16;
+  p.kv_type = KvType::BF16;
   return p;
 }
 }  // namespace
@@ -124,9 +124,10 @@ TEST(MemoryPlan, SpecKvFigures) {
   // All 52 layers at 128K: 52 × 2^17 × 2^10 = 6.5 × 2^30 exactly.
   EXPECT_EQ(m.kv.all_global, 52ll * 131072 * 1024);
   EXPECT_DOUBLE_EQ(m.kv.all_global / kGiB, 6.5);
-  // 13 global at 128K + 39 local at 2048: ≈ 1.7 GiB.
-  EXPECT_EQ(m.kv.local_slots, 2048);
-  EXPECT_EQ(m.kv.hybrid, (13ll * 131072 + 39ll * 2048) * 1024);
+  // 13 global at 128K + 39 local at 2048 + the engine's headroom for a 512-token prefill
+  // batch (kv_slots.h): ≈ 1.7 GiB.
+  EXPECT_EQ(m.kv.local_slots, 2048 + 512);
+  EXPECT_EQ(m.kv.hybrid, (13ll * 131072 + 39ll * (2048 + 512)) * 1024);
   EXPECT_EQ(std::round(m.kv.hybrid / kGiB * 10), 17);
   // 32 KV heads: 16× both.
   EXPECT_EQ(m.kv_mha.all_global, 16 * m.kv.all_global);
@@ -186,19 +187,21 @@ TEST(MemoryPlan, ContextHeadroomAndKvTypes) {
   p.n_ctx = 1000;  // shorter than the window: local layers hold the whole context too
   MemoryPlan m = plan_memory(c, p);
   EXPECT_EQ(m.kv.local_slots, 1000);
-  EXPECT_EQ(m.kv.hybrid, m.kv.all_global);
+  EXPECT_EQ(m.kv.global_slots, 1024);  // global layers grow in 256-slot chunks
+  EXPECT_EQ(m.kv.hybrid, (13 * 1024 + 39 * 1000) * m.kv.bytes_per_token_layer);
   p.n_ctx = 8192;
   p.local_headroom = 64;
   m = plan_memory(c, p);
   EXPECT_EQ(m.kv.local_slots, 2048 + 64);
   p.n_ctx = 0;  // the model's own context length
   EXPECT_EQ(plan_memory(c, p).params.n_ctx, 131072);
-  EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::f32), 2048);
-  EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::f16), 1024);
-  EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::q8_0), 2 * 2 * 128 / 32 * 34);
-  expect_error([] { kv_bytes_per_token_layer(2, 100, KvType::q8_0); }, "head_dim");
-  EXPECT_EQ(kv_type_from_name("BF16"), KvType::bf16);
+  EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::F32), 2048);
+  EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::F16), 1024);
+  EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::BF16), 1024);
+  EXPECT_EQ(kv_type_from_name("BF16"), KvType::BF16);
   expect_error([] { kv_type_from_name("int4"); }, "int4");
+  // Only types the engine runs: q8_0 KV has no attention kernel, so it is not planned.
+  expect_error([] { kv_type_from_name("q8_0"); }, "f32, f16, bf16");
   // An all-global model: hybrid and all-global agree.
   const MemoryPlan llama = plan_memory(builtin_config("llama-1b"), {});
   EXPECT_EQ(llama.kv.hybrid, llama.kv.all_global);

@@ -87,6 +87,37 @@ int main(int argc, char** argv) {
       }
       MPI_Barrier(MPI_COMM_WORLD);
     });
+    // Collectives too: the last rank skips an all-reduce (the layer backward's), then a
+    // window creation (a Dispatcher's alloc); the others fail within the timeout naming
+    // it, where a bare MPI_Allreduce / MPI_Win_allocate used to hang them forever.
+    const auto absent = [&](const char* what, const std::function<void()>& collective) {
+      t->set_timeout(std::chrono::milliseconds(300));
+      if (rank != size - 1) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::string msg;
+        try {
+          collective();
+        } catch (const Error& e) {
+          msg = e.what();
+        }
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::string want = "rank " + std::to_string(size - 1) + " did not arrive within 300 ms";
+        SQZ_CHECK(msg.find(want) != std::string::npos && msg.find(what) != std::string::npos &&
+                      msg.find('\n') == std::string::npos,
+                  "expected one line naming the last rank and '", what, "', got '", msg, "'");
+        SQZ_CHECK(s >= 0.3 && s < 5.0, "timed out after ", s, " s");
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    };
+    run("all-reduce timeout", [&] {
+      absent("all-reduce", [&] {
+        double v = 1;
+        t->allreduce(&v, 1, ReduceOp::Sum);
+      });
+    });
+    run("window creation timeout", [&] { absent("window creation", [&] { t->alloc(64); }); });
   }
   if (rank == 0) std::printf("%s mode, %d ranks: %d of %d checks passed\n", mpi_mode_name(mode), size,
                              checks - failures, checks);

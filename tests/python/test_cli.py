@@ -33,3 +33,24 @@ def test_unknown_command_and_option_fail_with_one_line():
     assert r.returncode != 0
     assert len(r.stderr.strip().splitlines()) == 1
     assert "--bogus" in r.stderr
+
+
+def run_isa(isa, *args):
+    env = dict(os.environ, SQUEEZE_ISA=isa)
+    return subprocess.run([SQ, *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_squeeze_isa_accepts_only_the_tables_that_exist():
+    r = run_isa("scalar", "info")
+    assert r.returncode == 0, r.stderr
+    assert "kernels: scalar" in r.stdout
+    # avx512 has no kernel table (whatever the CPU), a prefix is not a name, and junk is junk:
+    # each is one line naming the value and listing the valid ones, for any command, before
+    # any work starts (not a crash on whichever thread first touches the kernels).
+    for bad in ["avx512", "avx", "neon", ""]:
+        for cmd in (["info"], ["plan", "glimmer-tiny"]):
+            r = run_isa(bad, *cmd)
+            assert r.returncode != 0, (bad, cmd)
+            lines = r.stderr.strip().splitlines()
+            assert len(lines) == 1, r.stderr
+            assert f"SQUEEZE_ISA={bad} " in lines[0] and "(valid: scalar, avx2)" in lines[0], lines[0]

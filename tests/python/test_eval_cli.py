@@ -126,3 +126,14 @@ def test_tasks_sampled_kl_and_json(files, tmp_path):
     assert s["task_next_word"] == d["task_next_word"] and s["task_verse_ending"] == d["task_verse_ending"]
     r = run("eval", "-m", q8, "-f", text, "--sampled", "4", check=False)
     assert r.returncode != 0 and "--base" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_kv_types(files):
+    f32, _, text = files
+    ppl = {kv: metric(run("eval", "-m", f32, "-f", text, "--ctx", "32", "--kv", kv).stdout, "perplexity")
+           for kv in ["f32", "f16", "bf16"]}
+    # bf16 K/V (8 significant bits) moves the perplexity a little, never much.
+    assert ppl["bf16"] == pytest.approx(ppl["f32"], rel=0.02)
+    assert ppl["f16"] == pytest.approx(ppl["f32"], rel=0.002)
+    r = run("eval", "-m", f32, "-f", text, "--kv", "q4", check=False)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "--kv" in r.stderr

@@ -85,3 +85,43 @@ def test_unsupported_architecture_and_missing_tensor(tmp_path):
     w.add_tensor("token_embd.weight", np.zeros((300, 8), dtype=np.float32))
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
     one_line_error(run("generate", "-m", str(path), "-p", "x", check=False), "blk.0.attn_norm.weight")
+
+
+def timing_numbers(stderr):
+    """(prompt tokens, generated tokens, KV bytes held, KV positions) from the timing line."""
+    import re
+    last = stderr.strip().splitlines()[-1]
+    m = re.search(r"prompt: (\d+) tokens.*generation: (\d+) tokens.*KV: (\d+) bytes for (\d+) positions", last)
+    assert m, last
+    return tuple(int(x) for x in m.groups())
+
+
+@pytest.mark.parametrize("kv", ["f16", "bf16", "f32"])
+def test_generation_fills_the_context_exactly(model, kv):
+    # --ctx 100 with a 16-token window: local rings (16 + 64 slots) are smaller than the
+    # context, global layers round up to a 256-slot chunk. Generation runs every token it
+    # can: the cache ends holding exactly --ctx positions, and one more token is sampled
+    # from the last of them.
+    r = run("generate", "-m", str(model), "-p", "The keeper", "-n", "500", "--temp", "0", "--ignore-eos",
+            "--ctx", "100", "--batch", "8", "--kv", kv)
+    assert "context of 100 tokens is full" in r.stderr
+    prompt, generated, kv_bytes, positions = timing_numbers(r.stderr)
+    assert positions == 100
+    assert generated == 100 - prompt + 1
+    # The cache holds what `squeeze plan` sizes for the same file, context, batch and type.
+    import re
+    plan = run("plan", str(model), "--ctx", "100", "--batch", "8", "--kv", kv).stdout
+    m = re.search(r"KV cache, hybrid local/global\s+(\d+) B", plan)
+    assert m, plan
+    assert kv_bytes == int(m.group(1))
+
+
+def test_kv_types_change_the_cache_size(model):
+    sizes = {}
+    for kv in ["f32", "bf16"]:
+        r = run("generate", "-m", str(model), "-p", "The keeper", "-n", "4", "--temp", "0", "--ignore-eos", "--kv", kv)
+        sizes[kv] = timing_numbers(r.stderr)[2]
+    assert sizes["f32"] == 2 * sizes["bf16"]
+    for cmd in (["bench", "-m", str(model), "-p", "8", "-n", "4", "-r", "1"],):
+        run(*cmd, "--kv", "bf16")
+        one_line_error(run(*cmd, "--kv", "q8_0", check=False), "--kv", "bf16")

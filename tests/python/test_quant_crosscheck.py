@@ -7,6 +7,8 @@ Our blocks come from the test-only tool tests/quant/quant_dump (found via SQUEEZ
 """
 import os
 import subprocess
+import sys
+import zlib
 
 import numpy as np
 import pytest
@@ -49,6 +51,20 @@ def ours_dequantize(tmp_path, qtype, blocks, cols):
     return np.fromfile(out, dtype="<f4").reshape(blocks.shape[0], cols)
 
 
+def stable_seed(*parts):
+    """A seed from the test's parameters that every process agrees on (Python's hash() of
+    a str is salted per process, so a failure seeded with it could not be reproduced)."""
+    return zlib.crc32("/".join(map(str, parts)).encode()) & 0xFFFF
+
+
+def test_stable_seed_is_the_same_in_every_process():
+    code = "import sys; sys.path.insert(0, %r); import test_quant_crosscheck as t; print(t.stable_seed('Q4_K', 'gauss'))"
+    code %= os.path.dirname(os.path.abspath(__file__))
+    seeds = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, PYTHONHASHSEED=h)).stdout for h in ["1", "2", "3"]}
+    assert len(seeds) == 1 and seeds.pop().strip() == str(stable_seed("Q4_K", "gauss"))
+
+
 def same_bits(a, b):
     a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
     return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
@@ -57,7 +73,7 @@ def same_bits(a, b):
 @pytest.mark.parametrize("qtype", TYPES)
 @pytest.mark.parametrize("kind", ["gauss", "heavy"])
 def test_gguf_dequantizes_our_blocks_bit_for_bit(tmp_path, qtype, kind):
-    x = data(kind, 16, 1024, seed=hash((qtype, kind)) & 0xFFFF)
+    x = data(kind, 16, 1024, seed=stable_seed(qtype, kind))
     blocks, ours = ours_quantize(tmp_path, qtype, x)
     block_size, type_size = quants.GGML_QUANT_SIZES[T[qtype]]
     assert blocks.shape == (16, 1024 // block_size * type_size)

@@ -67,3 +67,57 @@ def test_eval_reproduces_recorded_perplexity(tmp_path):
         got = json.loads(js.read_text())
         assert got["perplexity"] == pytest.approx(expected[name]["perplexity"], rel=1e-3), name
         assert got["top1"] == pytest.approx(expected[name]["top1"], abs=2e-3), name
+
+
+# Genesis 1:1-20 (KJV, in the training books): the trained student knows this text, so it
+# picks the true next word and verse ending far more often than chance (25%). A scorer
+# that ignores the model (always the first candidate, a random one, the least likely)
+# lands near or below chance, so this bound is what a range check like 0 <= acc <= 1
+# cannot be.
+GENESIS = "\n".join([
+    "In the beginning God created the heaven and the earth.",
+    "And the earth was without form, and void; and darkness was upon the face of the deep. "
+    "And the Spirit of God moved upon the face of the waters.",
+    "And God said, Let there be light: and there was light.",
+    "And God saw the light, that it was good: and God divided the light from the darkness.",
+    "And God called the light Day, and the darkness he called Night. "
+    "And the evening and the morning were the first day.",
+    "And God said, Let there be a firmament in the midst of the waters, "
+    "and let it divide the waters from the waters.",
+    "And God made the firmament, and divided the waters which were under the firmament "
+    "from the waters which were above the firmament: and it was so.",
+    "And God called the firmament Heaven. And the evening and the morning were the second day.",
+    "And God said, Let the waters under the heaven be gathered together unto one place, "
+    "and let the dry land appear: and it was so.",
+    "And God called the dry land Earth; and the gathering together of the waters called he Seas: "
+    "and God saw that it was good.",
+    "And God said, Let the earth bring forth grass, the herb yielding seed, and the fruit tree "
+    "yielding fruit after his kind, whose seed is in itself, upon the earth: and it was so.",
+    "And the earth brought forth grass, and herb yielding seed after his kind, and the tree "
+    "yielding fruit, whose seed was in itself, after his kind: and God saw that it was good.",
+    "And the evening and the morning were the third day.",
+    "And God said, Let there be lights in the firmament of the heaven to divide the day from the night; "
+    "and let them be for signs, and for seasons, and for days, and years:",
+    "And let them be for lights in the firmament of the heaven to give light upon the earth: and it was so.",
+    "And God made two great lights; the greater light to rule the day, and the lesser light to rule the night: "
+    "he made the stars also.",
+    "And God set them in the firmament of the heaven to give light upon the earth,",
+    "And to rule over the day and over the night, and to divide the light from the darkness: "
+    "and God saw that it was good.",
+    "And the evening and the morning were the fourth day.",
+    "And God said, Let the waters bring forth abundantly the moving creature that hath life, "
+    "and fowl that may fly above the earth in the open firmament of heaven.",
+]) + "\n"
+
+
+def test_choice_tasks_beat_chance_by_far(tmp_path):
+    text = tmp_path / "genesis.txt"
+    text.write_text(GENESIS)
+    js = tmp_path / "t.json"
+    run("eval", "-m", STUDENT, "-f", text, "--ctx", 64, "--tasks", "--task-items", 20, "--json", js)
+    got = json.loads(js.read_text())
+    # 0.60 when written (12 of 20; P(>= 10 of 20) at chance is 1.4%). Verse endings are
+    # harder for this 5.5M model (0.35 of 20: too close to chance to bound); the scorer
+    # they share is checked against an independent argmax in tests/eval.
+    assert got["task_next_word"] >= 0.5, got
+    assert 0 <= got["task_verse_ending"] <= 1, got

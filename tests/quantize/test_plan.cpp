@@ -212,6 +212,33 @@ TEST(DynamicPlan, LandsOnTargetAndBeatsPresetsAtEqualBits) {
   expect_error([&] { quantize::allocate(plan, measured, low); }, "below the smallest");
 }
 
+// A tensor whose rows fit no K-quant (attn_output rows of 64) is the allocator's to
+// choose among the candidates that fit it, not pinned to the Q8_0 row fallback: with
+// bits to spare it gets F16 like every other matrix. When no candidate fits, it keeps
+// the fallback.
+TEST(DynamicPlan, RowFallbackTensorsChooseAmongFittingTypes) {
+  TempDir dir;
+  auto c = quantize_test::small_config();
+  c.head_dim = 16;
+  const auto path = quantize_test::write_small_model(dir, c);
+  const gguf::File in(path);
+  const auto src = quantize::source_from_file(in);
+  auto plan = quantize::make_plan(src, {.dynamic = true});
+  EXPECT_FALSE(find(plan, "blk.1.attn_output.weight").fixed);
+  quantize::plan_dynamic(plan, {.target_bpw = 24, .progress = false});
+  for (const auto& t : plan.tensors) {
+    if (!t.fixed) {
+      EXPECT_EQ(t.type, GgmlType::F16) << t.src->name;
+    }
+  }
+  EXPECT_EQ(find(plan, "blk.1.attn_output.weight").type, GgmlType::F16);
+  auto k_only = quantize::make_plan(src, {.dynamic = true});
+  quantize::plan_dynamic(k_only, {.target_bpw = 24, .candidates = {GgmlType::Q4_K, GgmlType::Q6_K}, .progress = false});
+  const auto& o = find(k_only, "blk.1.attn_output.weight");
+  EXPECT_TRUE(o.fixed);
+  EXPECT_EQ(o.type, GgmlType::Q8_0);
+}
+
 TEST(DynamicPlan, SamplesRowsOfLargeTensors) {
   TempDir dir;
   const auto path = quantize_test::write_small_model(dir);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/thrown_message.h"
 #include "core/error.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
@@ -250,6 +251,36 @@ TEST(Tokenizer, BadDataIsAnError) {
   EXPECT_THROW(t.decode(std::vector<int32_t>{256}), squeeze::Error);
   EXPECT_THROW(t.decode(std::vector<int32_t>{-1}), squeeze::Error);
   EXPECT_THROW(t.token_text(999), squeeze::Error);
+}
+
+// A text two encodable tokens share makes encoding ambiguous: refused, naming the text
+// and both ids. Duplicates encoding never produces (unused padding) are accepted, and so
+// are a special and a plain token of the same text.
+TEST(Tokenizer, DuplicateTokensAreRefusedWhereEncodingWouldBeAmbiguous) {
+  Vocab v;
+  v.merge("a", "b");
+  TokenizerData d = v.d;
+  const int32_t first = v.id("ab");
+  d.tokens.push_back(d.tokens[static_cast<size_t>(first)]);
+  d.token_types.push_back(static_cast<int32_t>(TokenType::normal));
+  const std::string msg = squeeze::thrown_message([&] { Tokenizer t(d); });
+  EXPECT_NE(msg.find("token 'ab' appears twice"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ids " + std::to_string(first) + " and " + std::to_string(d.tokens.size() - 1)), std::string::npos)
+      << msg;
+  d = v.d;
+  v.add_token("<ctl>", TokenType::control);
+  d = v.d;
+  d.tokens.push_back("<ctl>");
+  d.token_types.push_back(static_cast<int32_t>(TokenType::user_defined));
+  EXPECT_NE(squeeze::thrown_message([&] { Tokenizer t(d); }).find("'<ctl>' appears twice"), std::string::npos);
+  d = v.d;
+  for (int i = 0; i < 3; ++i) {
+    d.tokens.push_back("<pad>");
+    d.token_types.push_back(static_cast<int32_t>(TokenType::unused));
+  }
+  d.tokens.push_back("<ctl>");  // as plain text too: BPE and the special matcher never compete
+  d.token_types.push_back(static_cast<int32_t>(TokenType::normal));
+  EXPECT_NO_THROW(Tokenizer t(d));
 }
 
 // Random vocabularies over a small alphabet so merges fire often; random texts of

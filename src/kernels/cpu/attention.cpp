@@ -1,8 +1,10 @@
 // kernels/cpu/attention.cpp — the attention driver: validates shapes, cuts the work into
 // (query tile, KV head, key split) tasks, runs them on the pool, merges split partials.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -13,7 +15,23 @@
 namespace squeeze::kernels::cpu {
 
 size_t kv_type_size(KvType t) { return t == KvType::F32 ? 4 : 2; }
-const char* kv_type_name(KvType t) { return t == KvType::F32 ? "f32" : "f16"; }
+
+const char* kv_type_name(KvType t) {
+  switch (t) {
+    case KvType::F32: return "f32";
+    case KvType::F16: return "f16";
+    case KvType::BF16: return "bf16";
+  }
+  return "?";
+}
+
+KvType kv_type_from_name(std::string_view name, std::string_view what) {
+  std::string n(name);
+  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (KvType t : {KvType::F32, KvType::F16, KvType::BF16})
+    if (n == kv_type_name(t)) return t;
+  fail(what, ": unknown KV cache type '", name, "' (f32, f16, bf16)");
+}
 
 float AttentionParams::effective_scale() const {
   return scale != 0.0f ? scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));

@@ -4,7 +4,7 @@
 // Shapes (D = head_dim, H = n_heads, Hkv = n_kv_heads, G = H / Hkv):
 //   q   [n_queries, H, D]  f32, row stride q_stride floats (query i is at position pos0 + i)
 //   out [n_queries, H, D]  f32, row stride out_stride floats
-//   K/V per KV head: rows of D values (f32 or f16) addressed by absolute position through a
+//   K/V per KV head: rows of D values (f32, f16 or bf16) addressed by absolute position through a
 //       KvLayerView: position p lives in slot p % ring_slots (ring buffer of a local layer) or
 //       slot p (global layer), slot s in block s / block_slots at row s % block_slots.
 // Query head h uses KV head h / G. A query at position p sees the keys at positions
@@ -16,15 +16,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/ops.h"
 
 namespace squeeze::kernels::cpu {
 
-enum class KvType : uint8_t { F32, F16 };
+// Element type of stored K/V rows. f16 and bf16 are written with the exact round-to-
+// nearest-even conversions of core/dtype.h and widened to f32 exactly when read.
+enum class KvType : uint8_t { F32, F16, BF16 };
 size_t kv_type_size(KvType t);
 const char* kv_type_name(KvType t);
+// "f32", "f16", "bf16" (any case); anything else is an error naming `what` (e.g. the
+// option it came from) and listing those.
+KvType kv_type_from_name(std::string_view name, std::string_view what = "KV cache type");
 
 // A non-owning description of one layer's K/V storage. Within a block, K and V are each
 // laid out [Hkv][block_slots][D] (head-major, so one head's keys are contiguous runs).

@@ -48,13 +48,18 @@ void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool 
         _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
       std::memcpy(dst, src, static_cast<size_t>(count) * 4);
     } else {
+      // f16 widens through F16C; bf16 is the top half of an f32, so widening is a zero
+      // extension and a 16-bit shift (exact, like the scalar bf16_to_f32).
+      const bool bf16 = kv.type == KvType::BF16;
       const auto* h = reinterpret_cast<const __m128i*>(src);
       for (int64_t i = 0; i < count; i += 8) {
         if ((i & 31) == 0 && pf_done < pf_bytes) {  // one 64-byte line per 32 halves read
           _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
           pf_done += 64;
         }
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(h + i / 8)));
+        const __m128i x = _mm_loadu_si128(h + i / 8);
+        const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(x), 16)) : _mm256_cvtph_ps(x);
+        _mm256_storeu_ps(dst + i, f);
       }
     }
     dst += count;

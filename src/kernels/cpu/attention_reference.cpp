@@ -14,7 +14,7 @@
 namespace squeeze::kernels::cpu {
 namespace {
 
-// Element d of a K or V row stored as `type`, exactly as f32 (f16 -> f32 is exact).
+// Element d of a K or V row stored as `type`, exactly as f32 (f16 and bf16 -> f32 are exact).
 inline float load_elem(KvType type, const std::byte* row, int64_t d) {
   if (type == KvType::F32) {
     float f;
@@ -23,7 +23,7 @@ inline float load_elem(KvType type, const std::byte* row, int64_t d) {
   }
   uint16_t h;
   std::memcpy(&h, row + d * 2, 2);
-  return f16_to_f32(h);
+  return type == KvType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
 }  // namespace

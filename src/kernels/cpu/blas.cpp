@@ -28,13 +28,23 @@ struct Blas {
   std::string name;
 };
 
+// OpenBLAS reads OPENBLAS_CORETYPE and OPENBLAS_NUM_THREADS when it is loaded. setenv is
+// not thread-safe (a concurrent getenv on another thread may read a torn environment), and
+// the first BLAS call often comes from a pool worker, so the variables are set here, by a
+// static initializer: before main, on the main thread, before any pool exists. Values the
+// user set win (overwrite = 0). One OpenBLAS thread: squeeze spreads calls over its pool,
+// and OPENBLAS_NUM_THREADS=1 keeps OpenBLAS from starting a thread per core at load.
+void prepare_environment() {
+  const CpuFeatures& f = cpu_features();
+  if (f.has_avx512()) ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  else if (f.has_avx2_fma()) ::setenv("OPENBLAS_CORETYPE", "Haswell", 0);
+  ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
+}
+const bool environment_prepared = (prepare_environment(), true);
+
 const Blas& blas() {
   static const Blas loaded = [] {
-    const CpuFeatures& f = cpu_features();
-    if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
-      if (f.has_avx512()) ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-      else if (f.has_avx2_fma()) ::setenv("OPENBLAS_CORETYPE", "Haswell", 0);
-    }
+    // Only reads the environment (prepared before main); dlopen itself is thread-safe.
     void* h = ::dlopen(SQUEEZE_OPENBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) h = ::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) fail("cannot load OpenBLAS (", SQUEEZE_OPENBLAS_PATH, "): ", ::dlerror());

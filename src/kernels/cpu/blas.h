@@ -5,7 +5,9 @@
 // kernels, 5x slower than its AVX2/AVX-512 ones. The library reads OPENBLAS_CORETYPE once,
 // when it is loaded, so squeeze loads it itself (dlopen) after setting that variable from
 // its own CPU detection (SkylakeX with AVX-512, Haswell with AVX2+FMA), unless the user set
-// it. OpenBLAS is kept at one thread: squeeze spreads BLAS calls over its own pool.
+// it. OpenBLAS is kept at one thread: squeeze spreads BLAS calls over its own pool. The
+// variables are set once, before main on the main thread (setenv is not thread-safe, and
+// the first BLAS call may come from a pool worker); loading happens at first use.
 #pragma once
 
 #include <cstdint>

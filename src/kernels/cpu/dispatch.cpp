@@ -1,6 +1,7 @@
 // kernels/cpu/dispatch.cpp — chooses the kernel table once from the CPU's features.
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -20,34 +21,51 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
-const Ops* ops_for(Isa isa) {
-  const CpuFeatures& f = cpu_features();
-  switch (isa) {
-    case Isa::Scalar: return &reference_ops();
-    case Isa::Avx2: return f.has_avx2_fma() ? &avx2_ops() : nullptr;
-    case Isa::Avx512: return nullptr;  // no AVX-512 variants yet; AVX2 runs on those CPUs
-  }
-  return nullptr;
+namespace {
+
+// Every kernel table this build has, worst to best: the only values SQUEEZE_ISA accepts
+// (by short name or by isa_name). An ISA without an entry has no table (AVX-512 CPUs run
+// the AVX2 one); adding a table is adding its entry here, which also makes it selectable.
+struct Table {
+  Isa isa;
+  const char* env_name;
+  const Ops& (*get)();
+  bool (*supported)();  // this CPU can run it
+};
+const Table kTables[] = {
+    {Isa::Scalar, "scalar", reference_ops, [] { return true; }},
+    {Isa::Avx2, "avx2", avx2_ops, [] { return cpu_features().has_avx2_fma(); }},
+};
+
+std::string table_names() {
+  std::string names;
+  for (const Table& t : kTables) names += (names.empty() ? "" : ", ") + std::string(t.env_name);
+  return names;
 }
 
-namespace {
 const Ops& choose() {
   if (const char* want = std::getenv("SQUEEZE_ISA")) {
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-      const char* name = isa_name(isa);
-      if (std::strncmp(want, name, std::strlen(want)) == 0 && std::strlen(want) > 0) {
-        const Ops* t = ops_for(isa);
-        SQZ_CHECK(t != nullptr, "SQUEEZE_ISA=", want, " is not supported on this CPU");
-        return *t;
-      }
+    for (const Table& t : kTables) {
+      if (std::strcmp(want, t.env_name) != 0 && std::strcmp(want, isa_name(t.isa)) != 0) continue;
+      SQZ_CHECK(t.supported(), "SQUEEZE_ISA=", want, ": this CPU cannot run the ", isa_name(t.isa),
+                " kernels (valid here: ", table_names(), ")");
+      return t.get();
     }
-    fail("SQUEEZE_ISA=", want, " is not one of scalar, avx2, avx512");
+    fail("SQUEEZE_ISA=", want, " names no kernel table of this build (valid: ", table_names(), ")");
   }
-  for (Isa isa : {Isa::Avx512, Isa::Avx2})
-    if (const Ops* t = ops_for(isa)) return *t;
-  return reference_ops();
+  const Ops* best = &reference_ops();
+  for (const Table& t : kTables)
+    if (t.supported()) best = &t.get();
+  return *best;
 }
+
 }  // namespace
+
+const Ops* ops_for(Isa isa) {
+  for (const Table& t : kTables)
+    if (t.isa == isa) return t.supported() ? &t.get() : nullptr;
+  return nullptr;  // no table for this ISA in this build
+}
 
 const Ops& ops() {
   static const Ops& active = choose();

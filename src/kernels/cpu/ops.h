@@ -64,7 +64,8 @@ struct Ops {
 const Ops& reference_ops();
 // The table for `isa`, or nullptr when this build or this CPU lacks it.
 const Ops* ops_for(Isa isa);
-// The best table this CPU supports; chosen once. SQUEEZE_ISA=scalar|avx2|avx512 overrides.
+// The best table this CPU supports; chosen once. SQUEEZE_ISA=scalar|avx2 (the tables this
+// build has) overrides; any other value, or a table this CPU cannot run, is an error.
 const Ops& ops();
 Isa active_isa();
 const char* active_isa_name();
