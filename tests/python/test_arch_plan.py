@@ -1,7 +1,8 @@
 """tests/python/test_arch_plan.py — `squeeze plan` on the real gemma3 and llama (SmolLM2)
 files and on the built-in configs of the same shapes: the config is read from the file's
 metadata and tensor table, and the hybrid KV of gemma3 counts 15 local layers at
-min(ctx, window + headroom) slots and 3 global layers at ctx."""
+min(ctx, window + headroom) slots and 3 global layers at ctx (rounded up to the global
+layers' 256-slot growth step, model/kv_slots.h)."""
 import os
 import pathlib
 import re
@@ -43,9 +44,10 @@ def test_gemma3_hybrid_kv(what):
     per_token_layer = 2 * 1 * 256 * 2  # K and V, 1 KV head of 256, bf16
     assert kv_bytes(out, "KV cache, hybrid") == per_token_layer * (3 * 4096 + 15 * (512 + 64))
     assert kv_bytes(out, "KV cache, all layers global") == per_token_layer * 18 * 4096
-    # a context inside the window: local layers hold only ctx tokens
+    # a context inside the window: local layers hold only ctx tokens, global ones whole
+    # 256-slot steps
     out = plan(src, "--ctx", "300", "--kv", "bf16", "--headroom", "64")
-    assert kv_bytes(out, "KV cache, hybrid") == per_token_layer * 18 * 300
+    assert kv_bytes(out, "KV cache, hybrid") == per_token_layer * (15 * 300 + 3 * 512)
 
 
 @pytest.mark.parametrize("what", ["smollm2-135m", "SmolLM2-135M-Instruct.Q4_1.gguf"])
