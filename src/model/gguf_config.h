@@ -6,6 +6,9 @@
 // rope.freq_base, context_length, vocab_size; glimmer adds the gemma3-style window keys
 // attention.sliding_window, attention.sliding_window_pattern (a u32 period with the last
 // layer of each period global, or a bool array per layer) and rope.freq_base_swa.
+// gemma3 reads the keys llama.cpp reads (attention.sliding_window required; a period of 6
+// and a local RoPE base of 10000 unless the pattern / freq_base_swa keys say otherwise);
+// every arch honours attention.scale and final_logit_softcapping when present.
 #pragma once
 
 #include "gguf/metadata.h"
