@@ -405,10 +405,14 @@ Value repeat(const Value& seq, int64_t n) {
   return Value::list(std::move(out), seq.is_tuple());
 }
 
-int64_t checked(bool overflow, int64_t v) {
-  if (overflow) fail("integer overflow");
-  return v;
-}
+// `r` is read after the overflow builtin has written it (a separate statement:
+// argument evaluation order would not guarantee that).
+#define SQZ_CHECKED(op, x, y)                             \
+  [&] {                                                   \
+    int64_t r_ = 0;                                       \
+    if (op(x, y, &r_)) fail("integer overflow");          \
+    return r_;                                            \
+  }()
 
 }  // namespace
 
@@ -420,9 +424,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   }
   const bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
   const bool nums = a.is_number() && b.is_number();
-  int64_t r = 0;
   if (op == "+") {
-    if (ints) return checked(__builtin_add_overflow(a.as_int(), b.as_int(), &r), r);
+    if (ints) return SQZ_CHECKED(__builtin_add_overflow, a.as_int(), b.as_int());
     if (nums) return a.as_double() + b.as_double();
     if (a.is_string() && b.is_string()) {
       check_size(a.str().size() + b.str().size());
@@ -435,10 +438,10 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
       return Value::list(std::move(out), a.is_tuple());
     }
   } else if (op == "-") {
-    if (ints) return checked(__builtin_sub_overflow(a.as_int(), b.as_int(), &r), r);
+    if (ints) return SQZ_CHECKED(__builtin_sub_overflow, a.as_int(), b.as_int());
     if (nums) return a.as_double() - b.as_double();
   } else if (op == "*") {
-    if (ints) return checked(__builtin_mul_overflow(a.as_int(), b.as_int(), &r), r);
+    if (ints) return SQZ_CHECKED(__builtin_mul_overflow, a.as_int(), b.as_int());
     if (nums) return a.as_double() * b.as_double();
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int());
     if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int());
@@ -468,9 +471,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (ints && b.as_int() >= 0) {
       int64_t base = a.as_int(), e = b.as_int(), out = 1;
       while (e > 0) {
-        if (e & 1) out = checked(__builtin_mul_overflow(out, base, &out), out);
+        if (e & 1) out = SQZ_CHECKED(__builtin_mul_overflow, out, base);
         e >>= 1;
-        if (e > 0) base = checked(__builtin_mul_overflow(base, base, &base), base);
+        if (e > 0) base = SQZ_CHECKED(__builtin_mul_overflow, base, base);
       }
       return out;
     }

@@ -17,8 +17,7 @@ class Parser {
 
   Body run() {
     std::string end;
-    Body body = parse_body({}, end);
-    return body;
+    return parse_body({}, end, cur().pos);
   }
 
  private:
@@ -94,9 +93,8 @@ class Parser {
   // --- statements --------------------------------------------------------------
   // Statements until a block tag whose keyword is in `ends` (returned in `end`, the
   // tag left open after the keyword), or the end of the template when `ends` is empty.
-  Body parse_body(const std::set<std::string>& ends, std::string& end) {
+  Body parse_body(const std::set<std::string>& ends, std::string& end, const Pos& opened) {
     DepthGuard guard(*this, cur().pos);
-    const Pos start = cur().pos;
     Body body;
     for (;;) {
       const Token& t = cur();
@@ -104,7 +102,7 @@ class Parser {
         if (ends.empty()) return body;
         std::string list;
         for (const auto& e : ends) list += (list.empty() ? "'" : " or '") + e + "'";
-        error_at(start, "block opened here is never closed: expected " + list);
+        error_at(opened, "block opened here is never closed: expected " + list);
       }
       if (t.type == Tok::text) {
         auto s = std::make_unique<Stmt>();
@@ -123,6 +121,7 @@ class Parser {
         next();
         body.push_back(std::move(s));
       } else if (t.type == Tok::block_begin) {
+        tag_pos_ = t.pos;
         next();
         if (cur().type != Tok::name) unexpected("a statement name");
         const std::string kw = cur().text;
@@ -143,6 +142,7 @@ class Parser {
     const std::string kw = t.text;
     auto s = std::make_unique<Stmt>();
     s->pos = t.pos;
+    const Pos opened = tag_pos_;
     next();
     std::string end;
     if (kw == "if") {
@@ -150,7 +150,7 @@ class Parser {
       ExprPtr cond = parse_tuple(false);
       for (;;) {
         expect_block_end();
-        Body b = parse_body({"elif", "else", "endif"}, end);
+        Body b = parse_body({"elif", "else", "endif"}, end, opened);
         s->branches.emplace_back(std::move(cond), std::move(b));
         if (end == "elif") {
           cond = parse_tuple(false);
@@ -158,7 +158,7 @@ class Parser {
         }
         if (end == "else") {
           expect_block_end();
-          s->else_body = parse_body({"endif"}, end);
+          s->else_body = parse_body({"endif"}, end, opened);
         }
         break;
       }
@@ -171,11 +171,11 @@ class Parser {
       if (is_name("recursive")) error_at(cur().pos, "recursive loops are not supported");
       expect_block_end();
       ++loop_depth_;
-      s->body = parse_body({"else", "endfor"}, end);
+      s->body = parse_body({"else", "endfor"}, end, opened);
       --loop_depth_;
       if (end == "else") {
         expect_block_end();
-        s->else_body = parse_body({"endfor"}, end);
+        s->else_body = parse_body({"endfor"}, end, opened);
       }
     } else if (kw == "set") {
       s->kind = Stmt::Kind::set;
@@ -192,7 +192,7 @@ class Parser {
         if (!s->attr.empty() || s->targets.size() != 1) unexpected("'='");
         s->kind = Stmt::Kind::set_block;
         expect_block_end();
-        s->body = parse_body({"endset"}, end);
+        s->body = parse_body({"endset"}, end, opened);
       }
     } else if (kw == "macro") {
       s->kind = Stmt::Kind::macro;
@@ -210,13 +210,13 @@ class Parser {
       expect_block_end();
       const int outer_loops = loop_depth_;
       loop_depth_ = 0;  // a loop around the definition is not a loop around the body
-      s->body = parse_body({"endmacro"}, end);
+      s->body = parse_body({"endmacro"}, end, opened);
       loop_depth_ = outer_loops;
     } else if (kw == "filter") {
       s->kind = Stmt::Kind::filter;
       s->expr = parse_filters(nullptr, cur().pos);
       expect_block_end();
-      s->body = parse_body({"endfilter"}, end);
+      s->body = parse_body({"endfilter"}, end, opened);
     } else if (kw == "break" || kw == "continue") {
       if (loop_depth_ == 0) error_at(s->pos, "'" + kw + "' outside a loop");
       s->kind = kw == "break" ? Stmt::Kind::break_ : Stmt::Kind::continue_;
@@ -225,7 +225,7 @@ class Parser {
       // for rendering it is a plain block.
       s->kind = Stmt::Kind::block;
       expect_block_end();
-      s->body = parse_body({"endgeneration"}, end);
+      s->body = parse_body({"endgeneration"}, end, opened);
     } else {
       error_at(s->pos, "unknown or unsupported tag '" + kw + "'");
     }
@@ -608,6 +608,7 @@ class Parser {
   size_t i_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
+  Pos tag_pos_;  // the '{%' of the statement being parsed
 };
 
 }  // namespace
