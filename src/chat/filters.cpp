@@ -31,12 +31,9 @@ Value tojson(const Value& x, const CallArgs& a) {
       fail("tojson: separators must be a pair of strings");
     o.item_separator = seps.items()[0].str();
     o.key_separator = seps.items()[1].str();
-    if (o.item_separator.empty()) o.item_separator = "\x01";  // marker: an explicit empty separator
   }
   o.sort_keys = arg(a, 3, "sort_keys", Value(false)).truthy();
-  std::string out = to_json(x, o);
-  if (o.item_separator == "\x01") out.erase(std::remove(out.begin(), out.end(), '\x01'), out.end());
-  return out;
+  return to_json(x, o);
 }
 
 Value do_int(const Value& v, const Value& def) {
@@ -210,7 +207,7 @@ Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
     const double p = std::pow(10.0, static_cast<double>(need_int(arg(a, 0, "precision", Value(0)), "precision")));
     const std::string method = arg(a, 1, "method", Value("common")).to_str();
     const double v = x.as_double() * p;
-    const double r = method == "ceil" ? std::ceil(v) : method == "floor" ? std::floor(v) : std::round(v);
+    const double r = method == "ceil" ? std::ceil(v) : method == "floor" ? std::floor(v) : std::nearbyint(v);  // Python's round(): ties to even
     return r / p;
   }
   if (f == "list") return Value::list(iterate(x));

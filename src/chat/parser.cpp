@@ -562,7 +562,7 @@ class Parser {
 
   ExprPtr parse_call(ExprPtr callee) {
     DepthGuard guard(*this, cur().pos);
-    auto e = node(Expr::Kind::call, cur().pos);
+    auto e = node(Expr::Kind::call, callee->pos);  // errors point at what is called
     e->a = std::move(callee);
     parse_args(*e);
     return e;

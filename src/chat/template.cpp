@@ -18,6 +18,7 @@ std::string Template::render(const DictItems& context, const RenderLimits& limit
 }
 
 std::string Template::render(const Json& context, const RenderLimits& limits) const {
+  if (context.is_null()) return render(DictItems{}, limits);  // no variables
   if (!context.is_object()) fail(options_.name, ": the context must be a JSON object");
   return render(from_json(context).entries(), limits);
 }

@@ -47,7 +47,7 @@ class Template {
  public:
   explicit Template(std::string_view source, TemplateOptions options = {});
 
-  // `context` must be a JSON object; its keys become the template's variables.
+  // `context` must be a JSON object (or null: none); its keys become the template's variables.
   std::string render(const Json& context, const RenderLimits& limits = {}) const;
   std::string render(const DictItems& context, const RenderLimits& limits = {}) const;
 

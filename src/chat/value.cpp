@@ -271,7 +271,7 @@ void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
 
 void json_value(std::string& out, const Value& v, const JsonOptions& o, int depth) {
   if (depth > 256) fail("tojson: nesting deeper than 256");
-  const std::string item_sep = !o.item_separator.empty() ? o.item_separator : (o.indent >= 0 ? "," : ", ");
+  const std::string item_sep = o.item_separator ? *o.item_separator : (o.indent >= 0 ? "," : ", ");
   auto newline = [&](int level) {
     if (o.indent < 0) return;
     out += '\n';

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -123,7 +124,7 @@ struct JsonOptions {
   int indent = -1;             // < 0: one line
   bool sort_keys = false;
   bool ensure_ascii = false;   // transformers' tojson: json.dumps(..., ensure_ascii=False)
-  std::string item_separator;  // empty: json.dumps's default ", " (or "," with indent)
+  std::optional<std::string> item_separator;  // unset: json.dumps's default ", " (or "," with indent)
   std::string key_separator = ": ";
 };
 // Exactly Python's json.dumps(value, ...) for the JSON-able values; undefined, namespaces

@@ -27,10 +27,10 @@ TEST(ChatErrors, SyntaxErrorsNameLineAndColumn) {
 }
 
 TEST(ChatErrors, RuntimeErrorsNameThePosition) {
-  EXPECT_EQ(render_error("\n{{ raise_exception('Roles must alternate') }}"), "t:2:18: Roles must alternate");
+  EXPECT_EQ(render_error("\n{{ raise_exception('Roles must alternate') }}"), "t:2:4: Roles must alternate");
   EXPECT_EQ(render_error("{{ 1 / 0 }}"), "t:1:6: division by zero");
   EXPECT_EQ(render_error("{{ 'a' + 1 }}"), "t:1:8: unsupported operand type(s) for +: 'str' and 'int'");
-  EXPECT_EQ(render_error("{{ x | nosuch }}"), "t:1:6: no filter named 'nosuch'");
+  EXPECT_EQ(render_error("{{ x | nosuch }}"), "t:1:8: no filter named 'nosuch'");
   EXPECT_EQ(render_error("{{ [1].append(2) }}"), "t:1:7: access to attribute 'append' of 'list' object is unsafe.");
 }
 
@@ -42,7 +42,7 @@ TEST(ChatErrors, UndefinedIsLenientUntilUsedStrictly) {
   EXPECT_EQ(render_error("{{ x.y }}"), "t:1:5: 'x' is undefined");
   EXPECT_EQ(render_error("{{ m.a.b }}", {{"m", Json::object()}}), "t:1:7: 'dict object' has no attribute 'a'");
   EXPECT_EQ(render_error("{{ x + 1 }}"), "t:1:6: 'x' is undefined");
-  EXPECT_EQ(render_error("{{ x() }}"), "t:1:5: 'x' is undefined");
+  EXPECT_EQ(render_error("{{ x() }}"), "t:1:4: 'x' is undefined");
 }
 
 TEST(ChatErrors, LimitsStopHostileTemplates) {
