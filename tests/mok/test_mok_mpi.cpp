@@ -81,7 +81,9 @@ int main(int argc, char** argv) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         SQZ_CHECK(msg.find("rank " + std::to_string(size - 1) + " did not arrive within 300 ms") != std::string::npos,
                   "expected a timeout naming the last rank, got '", msg, "'");
-        SQZ_CHECK(s >= 0.3 && s < 5.0, "timed out after ", s, " s");
+        // No upper bound: a wall-clock limit flakes under parallel sanitizer runs, and
+        // ctest's TIMEOUT already fails a hang.
+        SQZ_CHECK(s >= 0.3, "gave up after ", s, " s, before the 300 ms timeout");
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(600));
       }
@@ -105,7 +107,9 @@ int main(int argc, char** argv) {
         SQZ_CHECK(msg.find(want) != std::string::npos && msg.find(what) != std::string::npos &&
                       msg.find('\n') == std::string::npos,
                   "expected one line naming the last rank and '", what, "', got '", msg, "'");
-        SQZ_CHECK(s >= 0.3 && s < 5.0, "timed out after ", s, " s");
+        // No upper bound: a wall-clock limit flakes under parallel sanitizer runs, and
+        // ctest's TIMEOUT already fails a hang.
+        SQZ_CHECK(s >= 0.3, "gave up after ", s, " s, before the 300 ms timeout");
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(600));
       }
