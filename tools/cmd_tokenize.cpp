@@ -1,6 +1,6 @@
 // tools/cmd_tokenize.cpp — `squeeze tokenize`: encode text to token ids or decode ids,
-// with a vocabulary from a JSON file (tests, experiments). Reading the vocabulary from
-// a GGUF file (-m) is wired once the GGUF reader lands.
+// with the vocabulary of a GGUF model (-m: only its tokenizer.ggml.* metadata is read,
+// so any architecture works) or of a JSON file (tests, experiments).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,6 +13,8 @@
 #include "args.h"
 #include "command.h"
 #include "core/error.h"
+#include "gguf/reader.h"
+#include "model/gguf_config.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -47,12 +49,23 @@ TokenizerData load_vocab_json(const std::string& path) {
     d.add_bos = j.value("add_bos", false);
     d.add_eos = j.value("add_eos", false);
     d.ignore_merges = j.value("ignore_merges", false);
+    d.scores = j.value("scores", std::vector<float>{});
+    d.add_space_prefix = j.value("add_space_prefix", true);
   } catch (const nlohmann::json::exception& e) {
     fail(path, ": ", e.what());
   } catch (const squeeze::Error& e) {
     throw e.with_context(path);
   }
   return d;
+}
+
+Tokenizer load_vocab_gguf(const std::string& path) {
+  const squeeze::gguf::File file(path);
+  try {
+    return Tokenizer(squeeze::model::tokenizer_data_from_gguf(file.metadata()));
+  } catch (const squeeze::Error& e) {
+    throw e.with_context(path + ": tokenizer");
+  }
 }
 
 std::string to_hex(const std::string& bytes) {
@@ -100,21 +113,26 @@ std::string join(const std::vector<int32_t>& ids) {
 }
 
 int run_tokenize(int argc, char** argv) {
-  squeeze::cli::Args args("tokenize", "tokenize --vocab VOCAB.json (-p TEXT | -f FILE | --batch) [options]",
+  squeeze::cli::Args args("tokenize", "tokenize (-m MODEL.gguf | --vocab VOCAB.json) (-p TEXT | -f FILE | --batch) [options]",
                           "Encode text to token ids (one line, space separated), or with --decode turn ids back\n"
-                          "into bytes. --batch reads stdin: one item per line, text as hex bytes in and out.");
-  args.option({"--vocab"}, "FILE", "vocabulary as JSON (tokens, merges, token_types, pre, bos_id, ...)")
+                          "into bytes. --batch reads stdin: one item per line, text as hex bytes in and out.\n"
+                          "Byte-level BPE (GGUF tokenizer.ggml.model gpt2) and SentencePiece (llama).");
+  args.option({"-m", "--model"}, "FILE", "read the vocabulary from a GGUF model's tokenizer.ggml.* metadata")
+      .option({"--vocab"}, "FILE", "vocabulary as JSON (tokens, merges, token_types, scores, model, pre, bos_id, ...)")
       .option({"-p", "--prompt"}, "TEXT", "the text to encode (or ids to decode)")
       .option({"-f", "--file"}, "FILE", "read the text (or ids) from a file, bytes as they are")
       .flag({"--decode"}, "decode token ids instead of encoding")
       .flag({"--batch"}, "stdin lines: hex text → ids (or ids → hex text with --decode)")
-      .flag({"--no-add-special"}, "do not add BOS/EOS even if the vocabulary asks for them")
-      .flag({"--no-parse-special"}, "treat special-token texts in the input as plain text")
+      .flag({"--no-add-special", "--no-bos"}, "do not add BOS/EOS even if the vocabulary asks for them")
+      .flag({"--no-parse-special"}, "treat control-token texts (<bos>, <|im_start|>) in the input as plain text")
+      .flag({"--special"}, "match control-token texts in the input as tokens (the default)")
+      .flag({"--ids"}, "print only the ids, one line (the default unless --pieces)")
       .flag({"--no-render-control"}, "decode control tokens (BOS, EOS, ...) to nothing")
       .flag({"--pieces"}, "print one line per token: id, then its stored text");
   if (!args.parse(argc, argv)) return 0;
-  if (!args.has("--vocab")) fail("tokenize: --vocab FILE is required (GGUF vocabularies come with -m later)");
-  const Tokenizer tok(load_vocab_json(args.get("--vocab")));
+  if (args.has("--vocab") == args.has("-m")) fail("tokenize: give exactly one of -m MODEL.gguf or --vocab FILE");
+  if (args.has("--special") && args.has("--no-parse-special")) fail("tokenize: --special and --no-parse-special contradict");
+  const Tokenizer tok = args.has("-m") ? load_vocab_gguf(args.get("-m")) : Tokenizer(load_vocab_json(args.get("--vocab")));
   const squeeze::text::EncodeOptions eopt{.add_special = !args.has("--no-add-special"),
                                           .parse_special = !args.has("--no-parse-special")};
   const squeeze::text::DecodeOptions dopt{.render_control = !args.has("--no-render-control")};
@@ -140,6 +158,7 @@ int run_tokenize(int argc, char** argv) {
     return 0;
   }
   const std::vector<int32_t> ids = tok.encode(input, eopt);
+  if (args.has("--pieces") && args.has("--ids")) fail("tokenize: --pieces and --ids contradict");
   if (args.has("--pieces")) {
     for (int32_t id : ids) std::printf("%d\t%s\n", id, tok.token_text(id).c_str());
   } else {
@@ -150,4 +169,4 @@ int run_tokenize(int argc, char** argv) {
 
 }  // namespace
 
-SQZ_COMMAND("tokenize", "encode text to token ids or decode ids (vocabulary from JSON)", run_tokenize);
+SQZ_COMMAND("tokenize", "encode text to token ids or decode ids (vocabulary from GGUF or JSON)", run_tokenize);

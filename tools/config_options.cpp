@@ -6,8 +6,12 @@
 namespace squeeze::cli {
 
 void add_config_options(Args& args, const std::string& default_config) {
-  args.option({"--config"}, "NAME", "built-in config (glimmer-30b, glimmer-1b, glimmer-tiny, llama-1b, kjv-teacher, glimmer-kjv)", default_config)
-      .option({"--arch"}, "ARCH", "override the architecture (glimmer or llama; llama makes every layer global)")
+  std::string names;
+  for (const auto& n : model::builtin_config_names()) names += (names.empty() ? "" : ", ") + n;
+  args.option({"--config"}, "NAME", "built-in config (" + names + ")", default_config)
+      .option({"--arch"}, "ARCH",
+              "override the architecture (glimmer, llama or gemma3; llama makes every layer global, gemma3 sets "
+              "its options: pre+post norms, QK-norm, GeGLU, NeoX RoPE, scaled embeddings, [L x5 G] pattern)")
       // Coarse bounds that keep every product in int64; ModelConfig::validate() checks
       // the shape as a whole (heads divide, window below the context, ...).
       .int_option({"--layers"}, "N", "override the number of layers", {1, 4096})
@@ -35,14 +39,13 @@ model::ModelConfig config_from_args(const Args& args) {
   override_int("--vocab", c.n_vocab);
   override_int("--window", c.sliding_window);
   override_int("--ctx", c.n_ctx);
-  if (args.has("--layers")) {
-    c.n_layer = args.get_int("--layers");
-    c.is_local = model::period_pattern(c.n_layer, 4);
-  }
-  if (args.has("--arch")) {
-    c.arch = args.get("--arch");
-    SQZ_CHECK(c.arch == "glimmer" || c.arch == "llama", "--arch must be glimmer or llama");
-  }
+  override_int("--layers", c.n_layer);
+  const std::string arch = args.has("--arch") ? args.get("--arch") : c.arch;
+  SQZ_CHECK(model::is_supported_arch(arch), "--arch must be one of ", model::supported_archs(), " (got '", arch, "')");
+  // After the shape overrides: gemma3's embedding and score scales depend on the shape.
+  if (args.has("--arch") || arch == "gemma3") model::set_arch_defaults(c, arch);
+  if (args.has("--layers") || args.has("--arch"))
+    c.is_local = model::period_pattern(c.n_layer, model::default_pattern_period(c.arch));
   if (c.arch == "llama" || c.sliding_window == 0) {
     c.sliding_window = 0;
     c.is_local = model::all_global_pattern(c.n_layer);

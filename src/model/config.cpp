@@ -10,6 +10,57 @@ namespace squeeze::model {
 
 const char* rope_type_name(RopeType t) { return t == RopeType::neox ? "neox" : "normal"; }
 
+const char* norm_placement_name(NormPlacement p) {
+  return p == NormPlacement::pre ? "pre" : p == NormPlacement::post ? "post" : "pre+post";
+}
+
+const char* ffn_activation_name(FfnActivation a) { return a == FfnActivation::silu ? "SwiGLU" : "GeGLU-tanh"; }
+
+bool is_supported_arch(std::string_view arch) { return arch == "glimmer" || arch == "llama" || arch == "gemma3"; }
+std::string supported_archs() { return "glimmer, llama, gemma3"; }
+
+int64_t default_pattern_period(std::string_view arch) {
+  if (arch == "glimmer") return 4;
+  if (arch == "gemma3") return 6;
+  return 0;
+}
+
+void set_arch_defaults(ModelConfig& c, std::string_view arch) {
+  SQZ_CHECK(is_supported_arch(arch), "architecture '", arch, "' is not supported (", supported_archs(), ")");
+  c.arch = std::string(arch);
+  c.norm_placement = NormPlacement::pre;
+  c.qk_norm = false;
+  c.ffn_activation = FfnActivation::silu;
+  c.embd_scale = 1.0f;
+  c.attn_scale = 0.0f;
+  c.final_logit_softcap = 0.0f;
+  c.rope_type = RopeType::normal;
+  if (arch != "gemma3") return;
+  c.norm_placement = NormPlacement::both;
+  c.qk_norm = true;
+  c.ffn_activation = FfnActivation::gelu_tanh;
+  c.rope_type = RopeType::neox;
+  // sqrtf in f32, as llama.cpp scales the embeddings (ggml_scale by sqrtf(n_embd)).
+  c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  // query_pre_attn_scalar: head_dim for every Gemma 3 but the 27B (62 layers), where it
+  // is n_embd / n_head; llama.cpp identifies the 27B by its layer count the same way.
+  const int64_t pre_attn = c.n_layer == 62 && c.n_head > 0 ? c.n_embd / c.n_head : c.head_dim;
+  c.attn_scale = pre_attn > 0 ? 1.0f / std::sqrt(static_cast<float>(pre_attn)) : 0.0f;
+  c.rope_base_global = 1000000.0f;
+  c.rope_base_local = 10000.0f;  // llama.cpp's rope_freq_base_train_swa for gemma3
+  c.tied_output = true;
+  c.is_local = period_pattern(c.n_layer, default_pattern_period(arch));
+}
+
+float ModelConfig::effective_attn_scale() const {
+  return attn_scale > 0 ? attn_scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+}
+
+bool ModelConfig::has_llama_options() const {
+  return norm_placement == NormPlacement::pre && !qk_norm && ffn_activation == FfnActivation::silu &&
+         embd_scale == 1.0f && attn_scale == 0.0f && final_logit_softcap == 0.0f;
+}
+
 int64_t ModelConfig::n_local_layers() const { return std::count(is_local.begin(), is_local.end(), true); }
 
 void ModelConfig::validate() const {
@@ -17,7 +68,7 @@ void ModelConfig::validate() const {
   auto positive = [&](int64_t v, const char* field, int64_t max) {
     SQZ_CHECK(v > 0 && v <= max, who, ": ", field, " must be in [1, ", max, "] (got ", v, ")");
   };
-  SQZ_CHECK(arch == "glimmer" || arch == "llama", who, ": arch '", arch, "' is not supported (glimmer, llama)");
+  SQZ_CHECK(is_supported_arch(arch), who, ": arch '", arch, "' is not supported (", supported_archs(), ")");
   // Caps keep every derived size far from int64 overflow (and reject garbage metadata).
   positive(n_layer, "n_layer", 1 << 12);
   positive(n_embd, "n_embd", 1 << 20);
@@ -42,6 +93,10 @@ void ModelConfig::validate() const {
   SQZ_CHECK(local == 0 || sliding_window > 0, who, ": is_local marks ", local,
             " local layers but sliding_window is 0");
   SQZ_CHECK(arch != "llama" || local == 0, who, ": arch llama has no local layers (is_local marks ", local, ")");
+  SQZ_CHECK(std::isfinite(embd_scale) && embd_scale > 0, who, ": embd_scale must be positive (got ", embd_scale, ")");
+  SQZ_CHECK(std::isfinite(attn_scale) && attn_scale >= 0, who, ": attn_scale must be >= 0 (got ", attn_scale, ")");
+  SQZ_CHECK(std::isfinite(final_logit_softcap) && final_logit_softcap >= 0, who,
+            ": final_logit_softcap must be >= 0 (got ", final_logit_softcap, ")");
 }
 
 std::vector<bool> period_pattern(int64_t n_layer, int64_t period) {
@@ -75,17 +130,24 @@ std::string describe_pattern(const std::vector<bool>& is_local) {
 std::vector<TensorShape> weight_tensors(const ModelConfig& c) {
   std::vector<TensorShape> t;
   t.push_back({"token_embd.weight", c.n_embd, c.n_vocab, -1});
+  const bool pre = c.norm_placement != NormPlacement::post, post = c.norm_placement != NormPlacement::pre;
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
-    t.push_back({b + "attn_norm.weight", c.n_embd, 1, i});
+    if (pre) t.push_back({b + "attn_norm.weight", c.n_embd, 1, i});
     t.push_back({b + "attn_q.weight", c.n_embd, c.q_dim(), i});
     t.push_back({b + "attn_k.weight", c.n_embd, c.kv_dim(), i});
     t.push_back({b + "attn_v.weight", c.n_embd, c.kv_dim(), i});
+    if (c.qk_norm) {
+      t.push_back({b + "attn_q_norm.weight", c.head_dim, 1, i});
+      t.push_back({b + "attn_k_norm.weight", c.head_dim, 1, i});
+    }
     t.push_back({b + "attn_output.weight", c.q_dim(), c.n_embd, i});
-    t.push_back({b + "ffn_norm.weight", c.n_embd, 1, i});
+    if (post) t.push_back({b + "post_attention_norm.weight", c.n_embd, 1, i});
+    if (pre) t.push_back({b + "ffn_norm.weight", c.n_embd, 1, i});
     t.push_back({b + "ffn_gate.weight", c.n_embd, c.n_ff, i});
     t.push_back({b + "ffn_up.weight", c.n_embd, c.n_ff, i});
     t.push_back({b + "ffn_down.weight", c.n_ff, c.n_embd, i});
+    if (post) t.push_back({b + "post_ffw_norm.weight", c.n_embd, 1, i});
   }
   t.push_back({"output_norm.weight", c.n_embd, 1, -1});
   if (!c.tied_output) t.push_back({"output.weight", c.n_embd, c.n_vocab, -1});
@@ -98,7 +160,8 @@ ParamCount count_params(const ModelConfig& c) {
   p.output = c.tied_output ? 0 : c.n_vocab * c.n_embd;
   p.attention_per_layer = c.n_embd * (c.q_dim() + 2 * c.kv_dim()) + c.q_dim() * c.n_embd;
   p.ffn_per_layer = 3 * c.n_embd * c.n_ff;
-  p.norms = (2 * c.n_layer + 1) * c.n_embd;
+  const int64_t norms_per_layer = c.norm_placement == NormPlacement::both ? 4 : 2;
+  p.norms = (norms_per_layer * c.n_layer + 1) * c.n_embd + (c.qk_norm ? 2 * c.n_layer * c.head_dim : 0);
   p.total = p.embedding + p.output + c.n_layer * (p.attention_per_layer + p.ffn_per_layer) + p.norms;
   return p;
 }
@@ -125,7 +188,8 @@ ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n
 }  // namespace
 
 std::vector<std::string> builtin_config_names() {
-  return {"glimmer-30b", "glimmer-1b", "glimmer-tiny", "llama-1b", "kjv-teacher", "glimmer-kjv"};
+  return {"glimmer-30b", "glimmer-1b", "glimmer-tiny", "llama-1b", "kjv-teacher", "glimmer-kjv",
+          "smollm2-135m", "gemma3-270m", "gemma3-tiny"};
 }
 
 ModelConfig builtin_config(std::string_view name) {
@@ -168,6 +232,37 @@ ModelConfig builtin_config(std::string_view name) {
     c.rms_eps = 1e-5f;
     c.rope_base_global = c.rope_base_local = 10000.0f;
     c.is_local = all_global_pattern(c.n_layer);
+    return c;
+  }
+  if (name == "smollm2-135m") {
+    // SmolLM2-135M(-Instruct) as its GGUF describes it: llama, tied embeddings.
+    ModelConfig c;
+    c.name = "smollm2-135m";
+    c.n_layer = 30, c.n_embd = 576, c.n_head = 9, c.n_head_kv = 3, c.head_dim = 64;
+    c.n_ff = 1536, c.n_vocab = 49152, c.n_ctx = 8192;
+    set_arch_defaults(c, "llama");
+    c.rms_eps = 1e-5f;
+    c.rope_base_global = c.rope_base_local = 100000.0f;
+    c.is_local = all_global_pattern(c.n_layer);
+    c.tied_output = true;
+    return c;
+  }
+  if (name == "gemma3-270m" || name == "gemma3-tiny") {
+    // gemma3-270m: Gemma 3 270M as its GGUF describes it (18 layers [L×5 G]×3, window 512,
+    // 4 / 1 heads of 256, vocabulary 262144). gemma3-tiny: the same options at test size,
+    // two periods so a prompt of a few dozen tokens wraps the local rings.
+    const bool tiny = name == "gemma3-tiny";
+    ModelConfig c;
+    c.name = std::string(name);
+    if (tiny) {
+      c.n_layer = 12, c.n_embd = 64, c.n_head = 4, c.n_head_kv = 2, c.head_dim = 32;
+      c.n_ff = 160, c.n_vocab = 512, c.n_ctx = 512, c.sliding_window = 16;
+    } else {
+      c.n_layer = 18, c.n_embd = 640, c.n_head = 4, c.n_head_kv = 1, c.head_dim = 256;
+      c.n_ff = 2048, c.n_vocab = 262144, c.n_ctx = 32768, c.sliding_window = 512;
+    }
+    set_arch_defaults(c, "gemma3");
+    c.rms_eps = 1e-6f;
     return c;
   }
   std::string known;

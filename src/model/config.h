@@ -1,9 +1,13 @@
-// model/config.h — the architecture of a Glimmer- or llama-family model: shapes, RoPE,
-// the local/global layer pattern; validation, parameter counts, tensor shapes, and the
+// model/config.h — the architecture of a model squeeze runs: shapes, RoPE, the
+// local/global layer pattern, and the per-architecture options of the one forward pass
+// (model/glimmer.cpp): norm placement, QK-norm, FFN activation, embedding and attention
+// scales, tied head, logit soft-cap. Validation, parameter counts, tensor shapes, and the
 // built-in named configs (glimmer-30b is the published Glimmer-30B shape).
 //
-// The GGUF loader fills a ModelConfig from metadata (`glimmer.*` / `llama.*` keys) and
-// checks each tensor against weight_tensors(); the planner sizes memory from it.
+// An architecture is data: "llama", "glimmer" and "gemma3" differ only in these fields
+// (set_arch_defaults). The GGUF loader fills a ModelConfig from metadata (`llama.*`,
+// `glimmer.*`, `gemma3.*` keys) and checks each tensor against weight_tensors(); the
+// planner sizes memory from it.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +22,31 @@ namespace squeeze::model {
 enum class RopeType { normal, neox };
 const char* rope_type_name(RopeType t);
 
+// Where a block's RMSNorms sit around attention and the FFN (f = the sublayer):
+//   pre:  x + f(norm(x))             llama, glimmer   (attn_norm, ffn_norm)
+//   post: x + norm'(f(x))            OLMo 2           (post_attention_norm, post_ffw_norm)
+//   both: x + norm'(f(norm(x)))      Gemma 2 / 3      (all four)
+enum class NormPlacement { pre, post, both };
+const char* norm_placement_name(NormPlacement p);
+
+// Gated FFN: down(act(gate(h)) · up(h)); silu = SwiGLU (llama), gelu_tanh = GeGLU with
+// the tanh approximation (Gemma).
+enum class FfnActivation { silu, gelu_tanh };
+const char* ffn_activation_name(FfnActivation a);
+
+// The architectures the forward pass implements (general.architecture values).
+bool is_supported_arch(std::string_view arch);
+std::string supported_archs();  // "glimmer, llama, gemma3"
+
 struct ModelConfig {
   std::string name;              // for messages: "glimmer-30b", a file name, ...
-  std::string arch = "glimmer";  // "glimmer" or "llama"
+  std::string arch = "glimmer";  // "glimmer", "llama" or "gemma3"
   int64_t n_layer = 0;
   int64_t n_embd = 0;            // hidden size
   int64_t n_head = 0;            // query heads
   int64_t n_head_kv = 0;         // key/value heads (GQA: divides n_head)
   int64_t head_dim = 0;          // need not equal n_embd / n_head
-  int64_t n_ff = 0;              // SwiGLU intermediate size
+  int64_t n_ff = 0;              // gated-FFN intermediate size
   int64_t n_vocab = 0;
   float rms_eps = 1e-5f;
   float rope_base_global = 10000.0f;
@@ -37,14 +57,38 @@ struct ModelConfig {
   bool tied_output = false;      // output head shares token_embd
   int64_t n_ctx = 0;             // context length the model supports
 
+  // Architecture options (set_arch_defaults gives each arch's values).
+  NormPlacement norm_placement = NormPlacement::pre;
+  bool qk_norm = false;          // per-head RMSNorm of q and k (attn_q_norm / attn_k_norm, [head_dim]) before RoPE
+  FfnActivation ffn_activation = FfnActivation::silu;
+  float embd_scale = 1.0f;       // token embeddings are multiplied by this (Gemma: sqrt(n_embd))
+  float attn_scale = 0.0f;       // attention score scale; 0 = 1/sqrt(head_dim)
+  float final_logit_softcap = 0; // > 0: logits = cap · tanh(logits / cap) (Gemma 2); 0 = none
+
   int64_t n_local_layers() const;
   int64_t n_global_layers() const { return n_layer - n_local_layers(); }
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
+  float effective_attn_scale() const;  // attn_scale, or 1/sqrt(head_dim) when 0
 
   // Throws squeeze::Error naming the config and the first bad field.
   void validate() const;
+  // True when the options are llama's (pre-norm, SwiGLU, no QK-norm, unit scales, no
+  // soft-cap): what the training forward (src/train) implements.
+  bool has_llama_options() const;
 };
+
+// Sets `arch` and the options that architecture implies, for the current shape (the
+// embedding scale of gemma3 depends on n_embd, so call after setting it):
+//   llama, glimmer: pre-norm, SwiGLU, RoPE normal, no QK-norm, unit embedding scale;
+//   gemma3: pre+post norms, QK-norm, GeGLU (tanh), RoPE NeoX, embeddings × sqrt(n_embd),
+//           scores × 1/sqrt(head_dim) (1/sqrt(n_embd/n_head) for the 62-layer 27B, as
+//           llama.cpp), tied head, local RoPE base 10000, global 1e6, pattern of 6.
+// Shapes, window and pattern are left to the caller except gemma3's pattern and bases.
+void set_arch_defaults(ModelConfig& c, std::string_view arch);
+// The local/global period an architecture uses when its file names none: glimmer 4
+// ([L L L G]), gemma3 6 (llama.cpp's hard-coded [L×5 G]), llama 0 (all global).
+int64_t default_pattern_period(std::string_view arch);
 
 // Layer patterns. period_pattern(n, p): layer i is local unless it is the last of its
 // period (i % p == p - 1), e.g. p = 4 gives [L L L G] repeated. p = 1 (or 0): all global.
@@ -69,13 +113,15 @@ struct ParamCount {
   int64_t output = 0;            // output head (0 when tied)
   int64_t attention_per_layer = 0;  // Wq, Wk, Wv, Wo
   int64_t ffn_per_layer = 0;     // gate, up, down
-  int64_t norms = 0;             // all RMSNorm weights
+  int64_t norms = 0;             // all RMSNorm weights (including QK and post norms)
   int64_t total = 0;
 };
 ParamCount count_params(const ModelConfig& c);
 
 // Built-in configs: "glimmer-30b" (the published shape), "glimmer-1b", "glimmer-tiny" (tests:
-// window 16 < typical prompts, GQA 2), "llama-1b" (TinyLlama-1.1B's shape, all global).
+// window 16 < typical prompts, GQA 2), "llama-1b" (TinyLlama-1.1B's shape, all global),
+// "smollm2-135m" (SmolLM2-135M's llama shape), "gemma3-270m" (Gemma 3 270M's shape),
+// "gemma3-tiny" (tests: gemma3 options, 12 layers [L×5 G]×2, window 16, head_dim 32).
 ModelConfig builtin_config(std::string_view name);  // error listing the names if unknown
 std::vector<std::string> builtin_config_names();
 

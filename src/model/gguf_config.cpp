@@ -1,6 +1,7 @@
 // model/gguf_config.cpp
 #include "model/gguf_config.h"
 
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
@@ -25,43 +26,71 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   ModelConfig c;
   c.name = file.path();
   c.arch = m.get_string("general.architecture");
-  if (c.arch != "glimmer" && c.arch != "llama")
-    fail(file.path(), ": unsupported architecture '", c.arch, "' (supported: glimmer, llama)");
-  const std::string& a = c.arch;
+  if (!is_supported_arch(c.arch))
+    fail(file.path(), ": unsupported architecture '", c.arch, "' (supported: ", supported_archs(), ")");
+  const std::string a = c.arch;
   c.n_layer = positive(m, key(a, "block_count"), m.get_i64(key(a, "block_count")));
   if (c.n_layer > 4096) m.fail_key(key(a, "block_count"), "is implausibly large (" + std::to_string(c.n_layer) + ")");
   c.n_embd = positive(m, key(a, "embedding_length"), m.get_i64(key(a, "embedding_length")));
   c.n_head = positive(m, key(a, "attention.head_count"), m.get_i64(key(a, "attention.head_count")));
   c.n_head_kv = positive(m, key(a, "attention.head_count_kv"), m.get_i64_or(key(a, "attention.head_count_kv"), c.n_head));
-  c.head_dim = m.get_i64_or(key(a, "attention.key_length"), c.n_head > 0 ? c.n_embd / c.n_head : 0);
+  if (c.n_head % c.n_head_kv != 0)
+    m.fail_key(key(a, "attention.head_count_kv"), "(" + std::to_string(c.n_head_kv) + ") does not divide head_count (" +
+                                                       std::to_string(c.n_head) + ")");
+  c.head_dim = m.get_i64_or(key(a, "attention.key_length"), c.n_embd / c.n_head);
   positive(m, key(a, "attention.key_length"), c.head_dim);
   if (auto vlen = m.get_i64_opt(key(a, "attention.value_length")); vlen && *vlen != c.head_dim)
     m.fail_key(key(a, "attention.value_length"), "differs from key_length (unsupported)");
   c.n_ff = positive(m, key(a, "feed_forward_length"), m.get_i64(key(a, "feed_forward_length")));
+  // The architecture's options and defaults (RoPE type, norms, activation, scales) follow
+  // from general.architecture alone, as in llama.cpp; keys below refine them.
+  set_arch_defaults(c, a);
   c.rms_eps = m.get_f32_or(key(a, "attention.layer_norm_rms_epsilon"), 1e-5f);
-  c.rope_base_global = m.get_f32_or(key(a, "rope.freq_base"), 10000.0f);
-  c.rope_base_local = m.get_f32_or(key(a, "rope.freq_base_swa"), 10000.0f);
-  c.rope_type = RopeType::normal;
+  c.rope_base_global = m.get_f32_or(key(a, "rope.freq_base"), c.rope_base_global);
+  c.rope_base_local = m.get_f32_or(key(a, "rope.freq_base_swa"), c.rope_base_local);
   if (auto rd = m.get_i64_opt(key(a, "rope.dimension_count")); rd && *rd != c.head_dim)
     m.fail_key(key(a, "rope.dimension_count"), "partial rotary dimensions are not supported");
+  if (auto s = m.get_f32_opt(key(a, "attention.scale"))) {
+    if (!(*s > 0) || !std::isfinite(*s)) m.fail_key(key(a, "attention.scale"), "must be positive");
+    c.attn_scale = *s;
+  }
+  if (auto cap = m.get_f32_opt(key(a, "final_logit_softcapping"))) {
+    if (!(*cap > 0) || !std::isfinite(*cap)) m.fail_key(key(a, "final_logit_softcapping"), "must be positive");
+    c.final_logit_softcap = *cap;
+  }
   c.n_ctx = m.get_i64_or(key(a, "context_length"), 4096);
   const gguf::TensorInfo& embd = file.tensor("token_embd.weight");
   c.n_vocab = m.get_i64_or(key(a, "vocab_size"), embd.n_dims >= 2 ? embd.ne[1] : 0);
   c.tied_output = file.find_tensor("output.weight") == nullptr;
 
-  c.sliding_window = a == "glimmer" ? m.get_i64_or(key(a, "attention.sliding_window"), 0) : 0;
-  if (c.sliding_window < 0) m.fail_key(key(a, "attention.sliding_window"), "is negative");
+  // Local layers: glimmer's window is optional (0: all global); gemma3 always has one,
+  // as llama.cpp requires the key. llama files never have local layers.
+  const std::string window_key = key(a, "attention.sliding_window");
+  c.sliding_window = a == "gemma3" ? m.get_i64(window_key) : a == "glimmer" ? m.get_i64_or(window_key, 0) : 0;
+  if (c.sliding_window < 0) m.fail_key(window_key, "is negative");
+  if (a == "gemma3" && c.sliding_window == 0) m.fail_key(window_key, "is 0 (gemma3 has sliding-window layers)");
   const std::string pattern_key = key(a, "attention.sliding_window_pattern");
+  const gguf::Value* explicit_pattern = m.find(pattern_key);
   if (c.sliding_window == 0) {
     c.is_local = all_global_pattern(c.n_layer);
-  } else if (const gguf::Value* v = m.find(pattern_key); v && v->array_if()) {
+  } else if (explicit_pattern && explicit_pattern->array_if()) {
     const auto flags = m.get_bool_array(pattern_key);
     if (static_cast<int64_t>(flags.size()) != c.n_layer)
       m.fail_key(pattern_key, "has " + std::to_string(flags.size()) + " entries for " + std::to_string(c.n_layer) + " layers");
     c.is_local.assign(flags.begin(), flags.end());
+  } else if (explicit_pattern) {
+    const int64_t period = m.get_i64(pattern_key);
+    // llama.cpp reads a period of 0 as "every layer local"; either way there is no global layer.
+    if (period <= 0) m.fail_key(pattern_key, "must be a positive period (got " + std::to_string(period) + ")");
+    c.is_local = period_pattern(c.n_layer, period);
   } else {
-    c.is_local = period_pattern(c.n_layer, m.get_i64_or(pattern_key, 4));
+    c.is_local = period_pattern(c.n_layer, default_pattern_period(a));
   }
+  // A gemma3 pattern the file states must leave some layer global: with none, no layer
+  // would see past the window, which Gemma never does. (glimmer files may: a model cut
+  // to fewer layers than one [L L L G] period is all local, and such files exist.)
+  if (a == "gemma3" && explicit_pattern && c.n_global_layers() == 0)
+    m.fail_key(pattern_key, "marks every layer local (no global layer)");
   try {
     c.validate();
   } catch (const Error& e) {
@@ -71,7 +100,7 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   // Every tensor the architecture needs, with the shape it implies.
   for (const TensorShape& want : weight_tensors(c)) {
     const gguf::TensorInfo* t = file.find_tensor(want.name);
-    if (t == nullptr) fail(file.path(), ": tensor '", want.name, "' is missing");
+    if (t == nullptr) fail(file.path(), ": tensor '", want.name, "' is missing (", a, " needs it)");
     const int64_t ne1 = t->n_dims >= 2 ? t->ne[1] : 1;
     if (t->ne[0] != want.ne0 || ne1 != want.ne1 || t->n_dims > 2)
       fail(file.path(), ": tensor '", want.name, "' has shape ", t->shape_string(), ", the config needs [",
@@ -83,6 +112,14 @@ ModelConfig config_from_gguf(const gguf::File& file) {
 void write_config(gguf::Metadata& m, const ModelConfig& c) {
   c.validate();
   const std::string& a = c.arch;
+  // Options without a GGUF key of their own must be the architecture's, or the file
+  // would read back as a different model.
+  ModelConfig d = c;
+  set_arch_defaults(d, a);
+  SQZ_CHECK(c.norm_placement == d.norm_placement && c.qk_norm == d.qk_norm && c.ffn_activation == d.ffn_activation &&
+                c.embd_scale == d.embd_scale && c.rope_type == d.rope_type,
+            c.name, ": norm placement, QK-norm, activation, embedding scale and RoPE type must be arch ", a,
+            "'s to be stored in GGUF");
   m.set("general.architecture", Value::string(a));
   m.set(key(a, "block_count"), Value::u32(static_cast<uint32_t>(c.n_layer)));
   m.set(key(a, "context_length"), Value::u32(static_cast<uint32_t>(c.n_ctx)));
@@ -96,26 +133,43 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
   m.set(key(a, "rope.freq_base"), Value::f32(c.rope_base_global));
   m.set(key(a, "rope.dimension_count"), Value::u32(static_cast<uint32_t>(c.head_dim)));
   m.set(key(a, "vocab_size"), Value::u32(static_cast<uint32_t>(c.n_vocab)));
-  if (a == "glimmer" && c.sliding_window > 0) {
-    m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
-    m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
+  if (c.attn_scale != d.attn_scale) m.set(key(a, "attention.scale"), Value::f32(c.effective_attn_scale()));
+  if (c.final_logit_softcap > 0) m.set(key(a, "final_logit_softcapping"), Value::f32(c.final_logit_softcap));
+  auto bool_pattern = [&] {
     std::vector<gguf::Value> flags;
     for (bool l : c.is_local) flags.push_back(Value::boolean(l));
     m.set(key(a, "attention.sliding_window_pattern"), Value::array(gguf::ValueType::Bool, std::move(flags)));
+  };
+  if (a == "glimmer" && c.sliding_window > 0) {
+    m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
+    m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
+    bool_pattern();
+  } else if (a == "gemma3" && c.sliding_window > 0) {
+    // As llama.cpp's converter writes gemma3: the window only; the base of local layers
+    // and the pattern are written when they differ from what readers assume.
+    m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
+    if (c.rope_base_local != d.rope_base_local) m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
+    if (c.is_local != d.is_local) bool_pattern();
+  } else if (a == "gemma3") {
+    fail(c.name, ": gemma3 needs a sliding window (llama.cpp requires ", key(a, "attention.sliding_window"), ")");
   } else if (c.n_local_layers() > 0) {
-    fail(c.name, ": local layers need the glimmer architecture");
+    fail(c.name, ": local layers need the glimmer or gemma3 architecture");
   }
 }
 
 text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m) {
   text::TokenizerData t;
   t.model = m.get_string("tokenizer.ggml.model");
-  if (t.model != "gpt2")
-    m.fail_key("tokenizer.ggml.model", "is '" + t.model + "'; only byte-level BPE ('gpt2') is supported");
+  if (t.model != "gpt2" && t.model != "llama")
+    m.fail_key("tokenizer.ggml.model",
+               "is '" + t.model + "'; supported: byte-level BPE ('gpt2') and SentencePiece ('llama')");
   t.pre = m.get_string_or("tokenizer.ggml.pre", "default");
   t.tokens = m.get_string_array("tokenizer.ggml.tokens");
   t.merges = m.get_string_array_opt("tokenizer.ggml.merges").value_or(std::vector<std::string>{});
   t.token_types = m.get_i32_array_opt("tokenizer.ggml.token_type").value_or(std::vector<int32_t>{});
+  t.scores = m.get_f32_array_opt("tokenizer.ggml.scores").value_or(std::vector<float>{});
+  // llama.cpp's default when the key is absent: SentencePiece prefixes a space.
+  t.add_space_prefix = m.get_bool_or("tokenizer.ggml.add_space_prefix", true);
   if (m.has("tokenizer.ggml.token_type")) {
     if (t.token_types.size() != t.tokens.size())
       m.fail_key("tokenizer.ggml.token_type", "has " + std::to_string(t.token_types.size()) + " entries for " +
@@ -149,6 +203,8 @@ void write_tokenizer(gguf::Metadata& m, const text::TokenizerData& t) {
   m.set("tokenizer.ggml.tokens", Value::string_array(t.tokens));
   m.set("tokenizer.ggml.merges", Value::string_array(t.merges));
   if (!t.token_types.empty()) m.set("tokenizer.ggml.token_type", Value::i32_array(t.token_types));
+  if (!t.scores.empty()) m.set("tokenizer.ggml.scores", Value::f32_array(t.scores));
+  if (t.model == "llama") m.set("tokenizer.ggml.add_space_prefix", Value::boolean(t.add_space_prefix));
   auto set_id = [&](const char* k, int32_t v) {
     if (v >= 0) m.set(k, Value::u32(static_cast<uint32_t>(v)));
   };

@@ -6,6 +6,9 @@
 // rope.freq_base, context_length, vocab_size; glimmer adds the gemma3-style window keys
 // attention.sliding_window, attention.sliding_window_pattern (a u32 period with the last
 // layer of each period global, or a bool array per layer) and rope.freq_base_swa.
+// gemma3 reads the keys llama.cpp reads (attention.sliding_window required; a period of 6
+// and a local RoPE base of 10000 unless the pattern / freq_base_swa keys say otherwise);
+// every arch honours attention.scale and final_logit_softcapping when present.
 #pragma once
 
 #include "gguf/metadata.h"
@@ -21,7 +24,7 @@ ModelConfig config_from_gguf(const gguf::File& file);
 // Writes `c` as metadata (general.architecture and the prefixed keys).
 void write_config(gguf::Metadata& m, const ModelConfig& c);
 
-// The tokenizer.ggml.* keys; only the byte-level BPE model ("gpt2") is supported.
+// The tokenizer.ggml.* keys: byte-level BPE ("gpt2") and SentencePiece ("llama").
 text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m);
 void write_tokenizer(gguf::Metadata& m, const text::TokenizerData& t);
 

@@ -1,8 +1,11 @@
-// model/glimmer.cpp — the forward pass of the glimmer family (and of llama, which is the
-// same with every layer global), as straight-line named steps:
-//   embed → per layer [RMSNorm, Q/K/V, RoPE, KV append, attention (windowed on local
-//   layers), output projection, residual, RMSNorm, SwiGLU FFN, residual] → final norm →
-//   output head. Shapes in comments: n = tokens in the chunk, E = n_embd, F = n_ff,
+// model/glimmer.cpp — the one forward pass, for every architecture squeeze runs (glimmer,
+// llama = glimmer with every layer global, gemma3 = glimmer with its options on), as
+// straight-line named steps:
+//   embed (× embd_scale) → per layer [pre-norm?, Q/K/V, QK-norm?, RoPE (base per layer
+//   kind), KV append, attention (windowed on local layers, attn_scale), output projection,
+//   post-norm?, residual, pre-norm?, gated FFN (SwiGLU or GeGLU), post-norm?, residual]
+//   → final norm → output head → soft-cap?. The options are ModelConfig fields
+//   (model/config.h). Shapes in comments: n = tokens in the chunk, E = n_embd, F = n_ff,
 //   H·D = q_dim, Hk·D = kv_dim, V = n_vocab.
 #include <cmath>
 
@@ -50,24 +53,38 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
   float *x = x_.data(), *h = h_.data(), *q = q_.data(), *k = k_.data(), *v = v_.data();
   float *attn = attn_.data(), *proj = proj_.data(), *gate = gate_.data(), *up = up_.data();
 
+  const bool pre_norm = c.norm_placement != NormPlacement::post, post_norm = c.norm_placement != NormPlacement::pre;
+
   // embed: x[n, E]
   for (int64_t i = 0; i < n; ++i) {
     SQZ_CHECK(tokens[i] >= 0 && tokens[i] < c.n_vocab, "token id ", tokens[i], " outside the vocabulary [0, ", c.n_vocab, ")");
     dequantize_row(w.token_embd, tokens[i], x + i * E);
   }
   dump("token_embd", x, n, E);
+  if (c.embd_scale != 1.0f) {
+    for (int64_t i = 0; i < n * E; ++i) x[i] *= c.embd_scale;
+    dump("inp_scaled", x, n, E);
+  }
 
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[static_cast<size_t>(il)];
     const std::string p = "blk." + std::to_string(il) + ".";
     const bool local = c.is_local[static_cast<size_t>(il)];
 
-    // attention block
-    rmsnorm_rows(x, L.attn_norm, h, n, E, c.rms_eps);                  // h[n, E]
-    dump(p + "attn_norm", h, n, E);
-    linear(pool_, L.wq, h, n, q);                                       // q[n, H·D]
-    linear(pool_, L.wk, h, n, k);                                       // k[n, Hk·D]
-    linear(pool_, L.wv, h, n, v);                                       // v[n, Hk·D]
+    // attention block; without a pre-norm the sublayer reads the residual stream itself
+    const float* in = x;
+    if (pre_norm) {
+      rmsnorm_rows(x, L.attn_norm, h, n, E, c.rms_eps);                // h[n, E]
+      dump(p + "attn_norm", h, n, E);
+      in = h;
+    }
+    linear(pool_, L.wq, in, n, q);                                      // q[n, H·D]
+    linear(pool_, L.wk, in, n, k);                                      // k[n, Hk·D]
+    linear(pool_, L.wv, in, n, v);                                      // v[n, Hk·D]
+    if (c.qk_norm) {                                                    // RMSNorm of each head's row of D
+      rmsnorm_rows(q, L.q_norm, q, n * c.n_head, c.head_dim, c.rms_eps);
+      rmsnorm_rows(k, L.k_norm, k, n * c.n_head_kv, c.head_dim, c.rms_eps);
+    }
     const float base = local ? c.rope_base_local : c.rope_base_global;
     rope_rows(q, n, pos0, c.n_head, c, base);
     rope_rows(k, n, pos0, c.n_head_kv, c, base);
@@ -77,21 +94,37 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
     cache_.append(il, {.k = k, .v = v, .n = n});
     kernels::cpu::attention(pool_,
                             {.n_heads = c.n_head, .n_kv_heads = c.n_head_kv, .head_dim = c.head_dim,
-                             .window = local ? c.sliding_window : 0},
+                             .window = local ? c.sliding_window : 0, .scale = c.attn_scale},
                             cache_.view(il), {.q = q, .out = attn, .n_queries = n, .pos0 = pos0});  // attn[n, H·D]
     dump(p + "attn_out", attn, n, QD);
     linear(pool_, L.wo, attn, n, proj);                                 // proj[n, E]
+    if (post_norm) {
+      rmsnorm_rows(proj, L.post_attn_norm, proj, n, E, c.rms_eps);
+      dump(p + "attn_post_norm", proj, n, E);
+    }
     ops().add(x, proj, x, n * E);                                       // residual
     dump(p + "attn_residual", x, n, E);
 
     // feed-forward block
-    rmsnorm_rows(x, L.ffn_norm, h, n, E, c.rms_eps);
-    dump(p + "ffn_norm", h, n, E);
-    linear(pool_, L.w_gate, h, n, gate);                                // gate[n, F]
-    linear(pool_, L.w_up, h, n, up);                                    // up[n, F]
-    ops().swiglu(gate, up, gate, n * F);                                // gate = silu(gate)·up
+    in = x;
+    if (pre_norm) {
+      rmsnorm_rows(x, L.ffn_norm, h, n, E, c.rms_eps);
+      dump(p + "ffn_norm", h, n, E);
+      in = h;
+    }
+    linear(pool_, L.w_gate, in, n, gate);                               // gate[n, F]
+    linear(pool_, L.w_up, in, n, up);                                   // up[n, F]
+    if (c.ffn_activation == FfnActivation::gelu_tanh) {
+      ops().geglu(gate, up, gate, n * F);                               // gate = gelu(gate)·up
+    } else {
+      ops().swiglu(gate, up, gate, n * F);                              // gate = silu(gate)·up
+    }
     dump(p + "ffn_act", gate, n, F);
     linear(pool_, L.w_down, gate, n, proj);                             // proj[n, E]
+    if (post_norm) {
+      rmsnorm_rows(proj, L.post_ffn_norm, proj, n, E, c.rms_eps);
+      dump(p + "ffn_post_norm", proj, n, E);
+    }
     ops().add(x, proj, x, n * E);
     dump(p + "ffn_residual", x, n, E);
   }
@@ -102,6 +135,10 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
   rmsnorm_rows(x + first * E, w.output_norm, h, rows, E, c.rms_eps);
   dump("result_norm", h, rows, E);
   linear(pool_, w.output, h, rows, logits_out);                         // logits[rows, V]
+  if (c.final_logit_softcap > 0) {                                      // cap · tanh(logits / cap)
+    const float cap = c.final_logit_softcap;
+    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits_out[i] = cap * std::tanh(logits_out[i] / cap);
+  }
   dump("logits", logits_out, rows, c.n_vocab);
 }
 

@@ -35,18 +35,25 @@ Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
   Weights w;
   w.token_embd = matrix(f, "token_embd.weight");
   w.layers.resize(static_cast<size_t>(c.n_layer));
+  const bool pre = c.norm_placement != NormPlacement::post, post = c.norm_placement != NormPlacement::pre;
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[static_cast<size_t>(i)];
-    l.attn_norm = vector_f32(f, b + "attn_norm.weight");
+    if (pre) l.attn_norm = vector_f32(f, b + "attn_norm.weight");
     l.wq = matrix(f, b + "attn_q.weight");
     l.wk = matrix(f, b + "attn_k.weight");
     l.wv = matrix(f, b + "attn_v.weight");
+    if (c.qk_norm) {
+      l.q_norm = vector_f32(f, b + "attn_q_norm.weight");
+      l.k_norm = vector_f32(f, b + "attn_k_norm.weight");
+    }
     l.wo = matrix(f, b + "attn_output.weight");
-    l.ffn_norm = vector_f32(f, b + "ffn_norm.weight");
+    if (post) l.post_attn_norm = vector_f32(f, b + "post_attention_norm.weight");
+    if (pre) l.ffn_norm = vector_f32(f, b + "ffn_norm.weight");
     l.w_gate = matrix(f, b + "ffn_gate.weight");
     l.w_up = matrix(f, b + "ffn_up.weight");
     l.w_down = matrix(f, b + "ffn_down.weight");
+    if (post) l.post_ffn_norm = vector_f32(f, b + "post_ffw_norm.weight");
   }
   w.output_norm = vector_f32(f, "output_norm.weight");
   w.output = c.tied_output ? w.token_embd : matrix(f, "output.weight");

@@ -11,16 +11,21 @@
 
 namespace squeeze::model {
 
+// Norm vectors the config's options leave out are empty.
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd]
+  std::vector<float> attn_norm;  // [n_embd] (pre-norm placements)
   quant::QMatrix wq;             // [q_dim rows, n_embd cols]
   quant::QMatrix wk;             // [kv_dim, n_embd]
   quant::QMatrix wv;             // [kv_dim, n_embd]
+  std::vector<float> q_norm;     // [head_dim] (qk_norm)
+  std::vector<float> k_norm;     // [head_dim] (qk_norm)
   quant::QMatrix wo;             // [n_embd, q_dim]
-  std::vector<float> ffn_norm;   // [n_embd]
+  std::vector<float> post_attn_norm;  // [n_embd] (post-norm placements)
+  std::vector<float> ffn_norm;   // [n_embd] (pre-norm placements)
   quant::QMatrix w_gate;         // [n_ff, n_embd]
   quant::QMatrix w_up;           // [n_ff, n_embd]
   quant::QMatrix w_down;         // [n_embd, n_ff]
+  std::vector<float> post_ffn_norm;   // [n_embd] (post-norm placements)
 };
 
 struct Weights {

@@ -64,7 +64,33 @@ std::optional<uint8_t> parse_byte_token(std::string_view t) {
   return static_cast<uint8_t>(v);
 }
 
+// SentencePiece stores spaces as U+2581 "▁".
+std::string spm_unescape(std::string_view t) {
+  std::string out;
+  out.reserve(t.size());
+  for (size_t i = 0; i < t.size();) {
+    if (t.compare(i, 3, "\xE2\x96\x81") == 0) {
+      out += ' ';
+      i += 3;
+    } else {
+      out += t[i++];
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+void Tokenizer::add_special(const std::string& text, int32_t id) {
+  int32_t node = 0;
+  for (unsigned char c : text) {
+    const uint64_t key = (static_cast<uint64_t>(node) << 8) | c;
+    auto [it, inserted] = trie_.try_emplace(key, static_cast<int32_t>(trie_token_.size()));
+    if (inserted) trie_token_.push_back(-1);
+    node = it->second;
+  }
+  if (trie_token_[node] < 0) trie_token_[node] = id;  // the first of duplicate texts wins
+}
 
 const std::string& gpt2_byte_to_unicode(uint8_t b) { return alphabet().to_unicode[b]; }
 
@@ -106,14 +132,20 @@ int encodable_class(TokenType t) {
 }  // namespace
 
 Tokenizer::Tokenizer(const TokenizerData& d)
-    : pre_(pre_tokenizer_from_name(d.pre)),
+    : spm_(d.model == "llama"), add_space_prefix_(d.model == "llama" && d.add_space_prefix),
+      pre_(d.model == "llama" ? PreTokenizer::gpt2 : pre_tokenizer_from_name(d.pre)),
       bos_(d.bos_id), eos_(d.eos_id), pad_(d.pad_id), unk_(d.unk_id),
-      add_bos_(d.add_bos), add_eos_(d.add_eos), ignore_merges_(d.ignore_merges) {
-  SQZ_CHECK(d.model == "gpt2", "tokenizer model '", d.model, "' is not supported (only byte-level BPE 'gpt2')");
+      add_bos_(d.add_bos), add_eos_(d.add_eos),
+      ignore_merges_(d.ignore_merges || pre_tokenizer_ignores_merges(d.pre)) {
+  SQZ_CHECK(d.model == "gpt2" || d.model == "llama", "tokenizer model '", d.model,
+            "' is not supported (byte-level BPE 'gpt2' or SentencePiece 'llama')");
   SQZ_CHECK(!d.tokens.empty(), "tokenizer: the vocabulary is empty");
   SQZ_CHECK(d.tokens.size() < (1u << 31), "tokenizer: too many tokens");
   SQZ_CHECK(d.token_types.empty() || d.token_types.size() == d.tokens.size(), "tokenizer: ",
             d.token_types.size(), " token types for ", d.tokens.size(), " tokens");
+  SQZ_CHECK(d.scores.empty() || d.scores.size() == d.tokens.size(), "tokenizer: ", d.scores.size(),
+            " scores for ", d.tokens.size(), " tokens");
+  SQZ_CHECK(!spm_ || d.merges.empty(), "tokenizer: a SentencePiece vocabulary has no merges");
   const auto n = static_cast<int64_t>(d.tokens.size());
   auto check_special = [&](int32_t id, const char* what) {
     SQZ_CHECK(id >= -1 && id < n, "tokenizer: ", what, " token id ", id, " is outside the vocabulary of ", n);
@@ -130,8 +162,10 @@ Tokenizer::Tokenizer(const TokenizerData& d)
   texts_ = d.tokens;
   types_.resize(d.tokens.size(), TokenType::normal);
   pieces_.resize(d.tokens.size());
-  specials_by_first_byte_.resize(256);
   std::unordered_map<std::string, int32_t> seen[2];  // by encodable_class(): text -> first id
+  scores_ = d.scores;
+  scores_.resize(d.tokens.size(), 0.0f);
+  byte_token_.fill(-1);
   for (int32_t id = 0; id < n; ++id) {
     const std::string& t = d.tokens[id];
     if (!d.token_types.empty()) {
@@ -153,8 +187,8 @@ Tokenizer::Tokenizer(const TokenizerData& d)
     switch (types_[id]) {
       case TokenType::normal:
       case TokenType::undefined: {
-        pieces_[id] = unmap_text(t);
-        if (pieces_[id].empty()) break;  // an empty token can never be produced by BPE
+        pieces_[id] = spm_ ? spm_unescape(t) : unmap_text(t);
+        if (spm_ || pieces_[id].empty()) break;  // an empty token can never be produced by BPE
         const int32_t s = intern(pieces_[id]);
         if (sym_token_[s] < 0) sym_token_[s] = id;
         break;
@@ -163,22 +197,28 @@ Tokenizer::Tokenizer(const TokenizerData& d)
         const auto b = parse_byte_token(t);
         pieces_[id] = b ? std::string(1, static_cast<char>(*b)) : t;
         if (b && sym_token_[*b] < 0) sym_token_[*b] = id;
+        if (b && byte_token_[*b] < 0) byte_token_[*b] = id;
         break;
       }
       case TokenType::control:
       case TokenType::user_defined:
-        pieces_[id] = t;
-        if (!t.empty()) specials_by_first_byte_[static_cast<unsigned char>(t[0])].push_back({t, id});
-        break;
       case TokenType::unknown:
+        pieces_[id] = t;
+        if (!t.empty()) add_special(t, id);
+        break;
       case TokenType::unused:
         pieces_[id] = t;
         break;
     }
   }
-  for (auto& list : specials_by_first_byte_) {
-    std::stable_sort(list.begin(), list.end(),
-                     [](const Special& a, const Special& b) { return a.text.size() > b.text.size(); });
+  if (spm_) {
+    // Without a <0xNN> token a byte may still be a one-character token (llama.cpp's
+    // fallback too).
+    for (int b = 0; b < 256; ++b) {
+      if (byte_token_[b] >= 0) continue;
+      auto it = text_to_id_.find(std::string_view(std::string(1, static_cast<char>(b))));
+      if (it != text_to_id_.end()) byte_token_[b] = it->second;
+    }
   }
 
   merges_.reserve(d.merges.size());
@@ -279,34 +319,73 @@ void Tokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& out) 
   for (int32_t i = 0; i >= 0; i = next[i]) emit_symbol(sym[i], out);
 }
 
-void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
+void Tokenizer::encode_text(std::string_view text, bool after_special, std::vector<int32_t>& out) const {
+  if (spm_) {
+    encode_spm(text, after_special, out);
+    return;
+  }
   for (const Piece& p : pre_tokenize(text, pre_)) encode_piece(text.substr(p.offset, p.length), out);
+}
+
+std::vector<Tokenizer::Fragment> Tokenizer::partition_special(std::string_view text, bool parse_special) const {
+  auto wanted = [&](int32_t id) {
+    return parse_special || (types_[id] != TokenType::control && types_[id] != TokenType::unknown);
+  };
+  // Which special tokens occur at all (one trie walk per position).
+  std::vector<int32_t> found;
+  for (size_t i = 0; i < text.size(); ++i) {
+    int32_t node = 0;
+    for (size_t k = i; k < text.size(); ++k) {
+      auto it = trie_.find((static_cast<uint64_t>(node) << 8) | static_cast<unsigned char>(text[k]));
+      if (it == trie_.end()) break;
+      node = it->second;
+      if (trie_token_[node] >= 0 && wanted(trie_token_[node])) found.push_back(trie_token_[node]);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  // llama.cpp's order: longest text first, each cut out wherever it occurs in the text
+  // not yet taken (so "ab" + "bcd" in "abcd" takes "bcd").
+  std::stable_sort(found.begin(), found.end(),
+                   [&](int32_t a, int32_t b) { return texts_[a].size() > texts_[b].size(); });
+  std::vector<Fragment> frags{{0, text.size(), -1}};
+  for (int32_t id : found) {
+    const std::string& t = texts_[id];
+    std::vector<Fragment> next;
+    for (const Fragment& f : frags) {
+      if (f.token >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      size_t pos = f.offset;
+      const size_t end = f.offset + f.length;
+      while (pos < end) {
+        const size_t hit = text.substr(0, end).find(t, pos);
+        if (hit == std::string_view::npos) break;
+        if (hit > pos) next.push_back({pos, hit - pos, -1});
+        next.push_back({hit, t.size(), id});
+        pos = hit + t.size();
+      }
+      if (pos < end) next.push_back({pos, end - pos, -1});
+    }
+    frags.swap(next);
+  }
+  return frags;
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOptions& opt) const {
   std::vector<int32_t> out;
   if (opt.add_special && add_bos_) out.push_back(bos_);
-  size_t start = 0;  // beginning of the ordinary text not yet encoded
-  if (opt.parse_special) {
-    for (size_t i = 0; i < text.size();) {
-      const Special* hit = nullptr;
-      for (const Special& s : specials_by_first_byte_[static_cast<unsigned char>(text[i])]) {
-        if (text.compare(i, s.text.size(), s.text) == 0) {
-          hit = &s;
-          break;
-        }
-      }
-      if (!hit) {
-        ++i;
-        continue;
-      }
-      encode_text(text.substr(start, i - start), out);
-      out.push_back(hit->id);
-      i += hit->text.size();
-      start = i;
+  bool after_special = true;  // the start of the text counts as following a special token
+  for (const Fragment& f : partition_special(text, opt.parse_special)) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      after_special = true;
+    } else {
+      encode_text(text.substr(f.offset, f.length), after_special, out);
+      after_special = false;
     }
   }
-  encode_text(text.substr(start), out);
   if (opt.add_special && add_eos_) out.push_back(eos_);
   return out;
 }
@@ -324,6 +403,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions&
     if (types_[id] == TokenType::control && !opt.render_control) continue;
     out += pieces_[id];
   }
+  // SentencePiece with add_space_prefix added one space in front: take it back.
+  if (spm_ && add_space_prefix_ && !out.empty() && out[0] == ' ') out.erase(0, 1);
   return out;
 }
 

@@ -1,6 +1,8 @@
 // text/unicode.cpp — see unicode.h.
 #include "text/unicode.h"
 
+#include <utf8proc.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -64,25 +66,29 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
-namespace {
-bool in_ranges(uint32_t cp, const detail::CodeRange* r, size_t n) {
-  const detail::CodeRange* end = r + n;
-  // First range whose upper bound is >= cp.
-  const auto* it = std::lower_bound(r, end, cp, [](const detail::CodeRange& a, uint32_t v) { return a.hi < v; });
-  return it != end && it->lo <= cp;
+Category general_category(uint32_t cp) {
+  if (cp > 0x10FFFF) return Category::Cn;
+  return static_cast<Category>(utf8proc_category(static_cast<utf8proc_int32_t>(cp)));
 }
-}  // namespace
+
+char major_category(Category c) {
+  static constexpr char kMajor[] = "CLLLLLMMMNNNPPPPPPPSSSSZZZCCCC";
+  return kMajor[static_cast<size_t>(c)];
+}
 
 bool is_letter(uint32_t cp) {
-  if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
-  return cp != kInvalidCodePoint && in_ranges(cp, detail::kLetterRanges, detail::kLetterRanges_count);
+  if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';  // the hot path
+  return major_category(general_category(cp)) == 'L';
 }
 
 bool is_number(uint32_t cp) {
   if (cp < 0x80) return cp >= '0' && cp <= '9';
-  return cp != kInvalidCodePoint && in_ranges(cp, detail::kNumberRanges, detail::kNumberRanges_count);
+  return major_category(general_category(cp)) == 'N';
 }
 
+// White_Space is a property, not a category (it includes controls such as \t and \n
+// and excludes U+200B); utf8proc has no accessor for it, and the list has been stable
+// since Unicode 6.3.
 bool is_whitespace(uint32_t cp) {
   switch (cp) {
     case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
@@ -93,6 +99,11 @@ bool is_whitespace(uint32_t cp) {
   }
 }
 
-const char* unicode_tables_version() { return detail::kUnicodeVersion; }
+uint32_t to_lower(uint32_t cp) {
+  if (cp > 0x10FFFF) return cp;
+  return static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
+}
+
+const char* unicode_data_version() { return utf8proc_unicode_version(); }
 
 }  // namespace squeeze::text

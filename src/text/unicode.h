@@ -1,5 +1,7 @@
 // text/unicode.h — UTF-8 decoding that never fails and the Unicode classes the
-// pre-tokenizer needs (letter \p{L}, number \p{N}, whitespace \s).
+// pre-tokenizers need (general categories \p{L}, \p{N}, \p{M}, \p{P}, \p{S}, ... and
+// whitespace \s). Categories come from utf8proc (Debian's libutf8proc), a maintained
+// copy of the Unicode Character Database, rather than tables of our own.
 //
 // Byte strings need not be valid UTF-8: every byte that does not start a well-formed
 // sequence (stray continuation bytes, truncated or overlong sequences, surrogates,
@@ -32,24 +34,25 @@ std::vector<CodeUnit> decode_utf8(std::string_view s);
 // Appends the UTF-8 encoding of cp (must be a valid scalar value).
 void append_utf8(std::string& out, uint32_t cp);
 
-// General category L* (Lu, Ll, Lt, Lm, Lo), from generated range tables.
+// Unicode general categories (the UCD's two-letter values), as utf8proc numbers them.
+enum class Category : uint8_t {
+  Cn, Lu, Ll, Lt, Lm, Lo, Mn, Mc, Me, Nd, Nl, No, Pc, Pd, Ps, Pe, Pi, Pf, Po,
+  Sm, Sc, Sk, So, Zs, Zl, Zp, Cc, Cf, Cs, Co,
+};
+// kInvalidCodePoint (a byte that is not UTF-8) and unassigned code points give Cn.
+Category general_category(uint32_t cp);
+// The category's major class: 'L', 'M', 'N', 'P', 'S', 'Z' or 'C'.
+char major_category(Category c);
+
+// General category L* (Lu, Ll, Lt, Lm, Lo).
 bool is_letter(uint32_t cp);
 // General category N* (Nd, Nl, No).
 bool is_number(uint32_t cp);
 // The Unicode White_Space property (what \s means in the pre-tokenizer regexes).
 bool is_whitespace(uint32_t cp);
-// The Unicode version the letter/number tables were generated from.
-const char* unicode_tables_version();
-
-namespace detail {
-struct CodeRange {
-  uint32_t lo, hi;  // inclusive
-};
-extern const char kUnicodeVersion[];
-extern const CodeRange kLetterRanges[];
-extern const size_t kLetterRanges_count;
-extern const CodeRange kNumberRanges[];
-extern const size_t kNumberRanges_count;
-}  // namespace detail
+// Simple lower-case mapping (identity for code points without one and for invalid units).
+uint32_t to_lower(uint32_t cp);
+// The Unicode version of the category data (utf8proc's).
+const char* unicode_data_version();
 
 }  // namespace squeeze::text

@@ -16,6 +16,10 @@ namespace squeeze::train {
 GlimmerModel::GlimmerModel(model::ModelConfig config, text::TokenizerData tokenizer)
     : config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
   config_.validate();
+  // The training forward implements llama's options only (pre-norm, SwiGLU, no QK-norm).
+  SQZ_CHECK(config_.has_llama_options() && config_.rope_type == model::RopeType::normal, "training supports the glimmer "
+            "and llama architectures, not ", config_.arch, " (", model::norm_placement_name(config_.norm_placement),
+            "-norm, ", model::ffn_activation_name(config_.ffn_activation), ")");
   SQZ_CHECK(static_cast<int64_t>(tokenizer_.tokens.size()) == config_.n_vocab, "the tokenizer has ",
             tokenizer_.tokens.size(), " tokens, the model config ", config_.n_vocab);
   for (const model::TensorShape& s : model::weight_tensors(config_)) {

@@ -224,6 +224,16 @@ TEST_P(KernelVariant, Activations) {
       const double want = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
       EXPECT_NEAR_BOTH(y[i], yr[i], want, 48 * kEpsF32 * std::fabs(want) + 2 * kEpsF32 * std::fabs(v));
     }
+    // geglu = gelu(gate)·up (Gemma's FFN), in place as the forward pass calls it: gelu's
+    // bound times |up| plus one rounding of the product.
+    std::vector<float> yi = xg;
+    k().geglu(yi.data(), up.data(), yi.data(), n);
+    ref().geglu(xg.data(), up.data(), yr.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = xg[i], u = up[i];
+      const double want = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))) * u;
+      EXPECT_NEAR_BOTH(yi[i], yr[i], want, 49 * kEpsF32 * std::fabs(want) + 2 * kEpsF32 * std::fabs(v * u));
+    }
   }
 }
 

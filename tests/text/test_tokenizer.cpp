@@ -241,8 +241,8 @@ TEST(Tokenizer, BadDataIsAnError) {
   d.pre = "nope";
   expect_error(d, "nope");
   d = v.d;
-  d.model = "llama";
-  expect_error(d, "llama");
+  d.model = "bert";
+  expect_error(d, "bert");
   d = v.d;
   d.tokens.clear();
   d.token_types.clear();

@@ -50,6 +50,8 @@ struct Ops {
   void (*swiglu)(const float* gate, const float* up, float* y, int64_t n);
   // y = gelu(x), tanh approximation (as GPT-2 / ViT / gemma use)
   void (*gelu)(const float* x, float* y, int64_t n);
+  // y = gelu(gate) * up, tanh approximation: the GeGLU of Gemma's FFN. y may alias gate.
+  void (*geglu)(const float* gate, const float* up, float* y, int64_t n);
   void (*add)(const float* a, const float* b, float* y, int64_t n);
   void (*mul)(const float* a, const float* b, float* y, int64_t n);
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);

@@ -75,12 +75,17 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = silu1(gate[i]) * up[i];
 }
 
-void gelu(const float* x, float* y, int64_t n) {
+float gelu1(float v) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    y[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
-  }
+  return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+}
+
+void gelu(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = gelu1(x[i]);
+}
+
+void geglu(const float* gate, const float* up, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = gelu1(gate[i]) * up[i];
 }
 
 void add(const float* a, const float* b, float* y, int64_t n) {
@@ -119,6 +124,7 @@ const Ops& reference_ops() {
       .silu = silu,
       .swiglu = swiglu,
       .gelu = gelu,
+      .geglu = geglu,
       .add = add,
       .mul = mul,
       .f16_to_f32 = f16_to_f32_row,

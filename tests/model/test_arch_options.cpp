@@ -1,0 +1,339 @@
+// tests/model/test_arch_options.cpp — architectures as data: the options of ModelConfig
+// (norm placement, QK-norm, GeGLU, embedding / attention scales, RoPE type and bases per
+// layer kind, local/global pattern, tied head, logit soft-cap) read from GGUF keys, and
+// the one forward pass checked per architecture against a float64 scalar reference
+// written here from the architectures' definitions, not from glimmer.cpp.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../common/thrown_message.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "model/gguf_config.h"
+#include "model/model.h"
+#include "model/random_model.h"
+#include "model/session.h"
+
+using namespace squeeze;
+using namespace squeeze::model;
+
+namespace {
+
+// One directory per test process, removed when it ends.
+struct TempDir {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("squeeze_arch_" + std::to_string(::getpid()));
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+std::string temp_path(const std::string& name) {
+  static TempDir tmp;
+  std::filesystem::create_directories(tmp.dir);
+  return (tmp.dir / name).string();
+}
+
+std::string make_model(const ModelConfig& c, const std::string& name, uint64_t seed = 11) {
+  const std::string path = temp_path(name);
+  write_random_model({.config = c, .type = gguf::GgmlType::F32, .seed = seed, .path = path});
+  return path;
+}
+
+ModelConfig gemma3_tiny() { return builtin_config("gemma3-tiny"); }
+
+// A copy of `src` with its metadata edited, one tensor dropped and one (F32) added.
+std::string rewrite(const std::string& src, const std::string& name, const std::function<void(gguf::Metadata&)>& edit,
+                    const std::string& drop = "", const gguf::TensorSpec& add = {}) {
+  const gguf::File f(src);
+  const std::string out = temp_path(name);
+  gguf::Writer w(out);
+  for (const auto& kv : f.metadata().entries()) w.metadata().set(kv.key, kv.value);
+  if (edit) edit(w.metadata());
+  for (const auto& t : f.tensors()) {
+    if (t.name == drop || t.name == add.name) continue;
+    w.add_tensor(t);
+  }
+  static std::vector<float> zeros;
+  if (!add.name.empty()) {
+    int64_t n = 1;
+    for (int64_t d : add.dims) n *= d;
+    zeros.assign(static_cast<size_t>(n), 1.0f);
+    w.add_tensor(add, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(zeros.data()), zeros.size() * 4));
+  }
+  w.finish();
+  return out;
+}
+
+std::string load_error(const std::string& path) {
+  return thrown_message([&] { (void)config_from_gguf(gguf::File(path)); });
+}
+
+// ---- float64 reference forward ----------------------------------------------------------
+
+using Vec = std::vector<double>;
+
+Vec rows_of(const quant::QMatrix& m) {
+  Vec out(static_cast<size_t>(m.rows * m.cols));
+  std::vector<float> row(static_cast<size_t>(m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) {
+    dequantize_row(m, r, row.data());
+    for (int64_t j = 0; j < m.cols; ++j) out[static_cast<size_t>(r * m.cols + j)] = row[static_cast<size_t>(j)];
+  }
+  return out;
+}
+
+// y[rows] = W[rows, cols] x
+Vec matvec(const Vec& W, const Vec& x, int64_t rows, int64_t cols) {
+  Vec y(static_cast<size_t>(rows), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) y[r] += W[static_cast<size_t>(r * cols + j)] * x[j];
+  return y;
+}
+
+void rmsnorm(double* x, const std::vector<float>& w, int64_t n, double eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const double inv = 1.0 / std::sqrt(ss / n + eps);
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * inv * w[i];
+}
+
+// RoPE of one head at `pos`: pairs (i, i+1) (normal) or (i, i + D/2) (NeoX), angle pos·base^(-2k/D).
+void rope(double* x, int64_t D, int64_t pos, double base, bool neox) {
+  for (int64_t k = 0; k < D / 2; ++k) {
+    const double a = pos * std::pow(base, -2.0 * k / D), c = std::cos(a), s = std::sin(a);
+    const int64_t i = neox ? k : 2 * k, j = neox ? k + D / 2 : 2 * k + 1;
+    const double x0 = x[i], x1 = x[j];
+    x[i] = x0 * c - x1 * s;
+    x[j] = x0 * s + x1 * c;
+  }
+}
+
+std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& tokens) {
+  const ModelConfig& c = m.config();
+  const Weights& w = m.weights();
+  const int64_t n = static_cast<int64_t>(tokens.size()), E = c.n_embd, D = c.head_dim, H = c.n_head, Hk = c.n_head_kv;
+  const Vec emb = rows_of(w.token_embd);
+  std::vector<Vec> x(static_cast<size_t>(n));
+  // Gemma's options all come together with its architecture; llama and glimmer have none.
+  const bool gemma = c.arch == "gemma3";
+  for (int64_t t = 0; t < n; ++t) {
+    x[t].assign(emb.begin() + tokens[t] * E, emb.begin() + (tokens[t] + 1) * E);
+    for (double& v : x[t]) v *= gemma ? std::sqrt(static_cast<double>(E)) : 1.0;
+  }
+  const double scale = c.attn_scale > 0 ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const LayerWeights& L = w.layers[il];
+    const bool local = c.is_local[il];
+    const double base = local ? c.rope_base_local : c.rope_base_global;
+    const Vec Wq = rows_of(L.wq), Wk = rows_of(L.wk), Wv = rows_of(L.wv), Wo = rows_of(L.wo);
+    const Vec Wg = rows_of(L.w_gate), Wu = rows_of(L.w_up), Wd = rows_of(L.w_down);
+    std::vector<Vec> q(n), k(n), v(n);
+    for (int64_t t = 0; t < n; ++t) {
+      Vec h = x[t];
+      rmsnorm(h.data(), L.attn_norm, E, c.rms_eps);
+      q[t] = matvec(Wq, h, H * D, E), k[t] = matvec(Wk, h, Hk * D, E), v[t] = matvec(Wv, h, Hk * D, E);
+      for (int64_t hh = 0; hh < H; ++hh) {
+        if (gemma) rmsnorm(&q[t][hh * D], L.q_norm, D, c.rms_eps);
+        rope(&q[t][hh * D], D, t, base, gemma);
+      }
+      for (int64_t hh = 0; hh < Hk; ++hh) {
+        if (gemma) rmsnorm(&k[t][hh * D], L.k_norm, D, c.rms_eps);
+        rope(&k[t][hh * D], D, t, base, gemma);
+      }
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      Vec att(static_cast<size_t>(H * D), 0.0);
+      const int64_t first = local ? std::max<int64_t>(0, t - c.sliding_window + 1) : 0;
+      for (int64_t hh = 0; hh < H; ++hh) {
+        const int64_t kh = hh / (H / Hk);
+        Vec s;
+        double mx = -1e300, sum = 0;
+        for (int64_t j = first; j <= t; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < D; ++e) d += q[t][hh * D + e] * k[j][kh * D + e];
+          s.push_back(d * scale);
+          mx = std::max(mx, s.back());
+        }
+        for (double& e : s) sum += (e = std::exp(e - mx));
+        for (int64_t j = first; j <= t; ++j)
+          for (int64_t e = 0; e < D; ++e) att[hh * D + e] += s[j - first] / sum * v[j][kh * D + e];
+      }
+      Vec o = matvec(Wo, att, E, H * D);
+      if (gemma) rmsnorm(o.data(), L.post_attn_norm, E, c.rms_eps);
+      for (int64_t e = 0; e < E; ++e) x[t][e] += o[e];
+      Vec h = x[t];
+      rmsnorm(h.data(), L.ffn_norm, E, c.rms_eps);
+      Vec g = matvec(Wg, h, c.n_ff, E), u = matvec(Wu, h, c.n_ff, E);
+      for (int64_t i = 0; i < c.n_ff; ++i) {
+        const double a = g[i];
+        g[i] = (gemma ? 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a))) : a / (1 + std::exp(-a))) * u[i];
+      }
+      Vec y = matvec(Wd, g, E, c.n_ff);
+      if (gemma) rmsnorm(y.data(), L.post_ffn_norm, E, c.rms_eps);
+      for (int64_t e = 0; e < E; ++e) x[t][e] += y[e];
+    }
+  }
+  const Vec out = rows_of(w.output);
+  std::vector<Vec> logits;
+  for (int64_t t = 0; t < n; ++t) {
+    Vec h = x[t];
+    rmsnorm(h.data(), w.output_norm, E, c.rms_eps);
+    Vec l = matvec(out, h, c.n_vocab, E);
+    if (c.final_logit_softcap > 0)
+      for (double& e : l) e = c.final_logit_softcap * std::tanh(e / c.final_logit_softcap);
+    logits.push_back(l);
+  }
+  return logits;
+}
+
+// Our logits for every position (f32 KV, prefill in chunks of 5 so local rings wrap
+// mid-chunk), compared per position: max |Δ| / max |ref| over the vocabulary.
+void expect_matches_reference(const std::string& path, double tol) {
+  const auto m = Model::load(path);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 40; ++i) tokens.push_back(static_cast<int32_t>((i * 37 + 11) % m->config().n_vocab));
+  ASSERT_GT(static_cast<int64_t>(tokens.size()), 2 * std::max<int64_t>(m->config().sliding_window, 1));
+  Session s(*m, {.batch = 5, .kv_type = KvType::F32});
+  const auto ours = s.forward(tokens, true);
+  const auto ref = reference_logits(*m, tokens);
+  const int64_t V = m->config().n_vocab;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    double err = 0, mag = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      err = std::max(err, std::fabs(ours[t * V + i] - ref[t][i]));
+      mag = std::max(mag, std::fabs(ref[t][i]));
+    }
+    EXPECT_LE(err / mag, tol) << path << " position " << t;
+  }
+}
+
+}  // namespace
+
+TEST(ArchOptions, Gemma3DefaultsFollowTheArchitecture) {
+  const ModelConfig c = builtin_config("gemma3-270m");
+  EXPECT_EQ(c.norm_placement, NormPlacement::both);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::gelu_tanh);
+  EXPECT_EQ(c.rope_type, RopeType::neox);
+  EXPECT_EQ(c.embd_scale, std::sqrt(640.0f));
+  EXPECT_EQ(c.attn_scale, 1.0f / 16.0f);
+  EXPECT_EQ(c.n_local_layers(), 15);
+  EXPECT_EQ(describe_pattern(c.is_local), "[L L L L L G] x 3");
+  EXPECT_EQ(c.rope_base_local, 10000.0f);
+  EXPECT_EQ(c.rope_base_global, 1e6f);
+  EXPECT_TRUE(c.tied_output);
+  EXPECT_FALSE(c.has_llama_options());
+  EXPECT_TRUE(builtin_config("smollm2-135m").has_llama_options());
+  // 4 norms per layer + QK-norms: the tensor table adds up to the parameter count
+  int64_t sum = 0;
+  for (const auto& t : weight_tensors(c)) sum += t.elements();
+  EXPECT_EQ(sum, count_params(c).total);
+  EXPECT_EQ(weight_tensors(c).size(), 13u * 18 + 2);
+}
+
+TEST(ArchOptions, Gemma3FileRoundTrips) {
+  const ModelConfig want = gemma3_tiny();
+  const std::string path = make_model(want, "g3.gguf");
+  const gguf::File f(path);
+  // written as llama.cpp's converter does: no pattern or local-base keys for the defaults
+  EXPECT_FALSE(f.metadata().has("gemma3.attention.sliding_window_pattern"));
+  EXPECT_FALSE(f.metadata().has("gemma3.rope.freq_base_swa"));
+  const ModelConfig c = config_from_gguf(f);
+  EXPECT_EQ(c.arch, "gemma3");
+  EXPECT_EQ(c.is_local, want.is_local);
+  EXPECT_EQ(c.sliding_window, 16);
+  EXPECT_EQ(c.embd_scale, want.embd_scale);
+  EXPECT_EQ(c.attn_scale, want.attn_scale);
+  EXPECT_EQ(c.rope_type, RopeType::neox);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.norm_placement, NormPlacement::both);
+}
+
+TEST(ArchOptions, ExplicitPatternAndSoftcapKeysAreHonoured) {
+  const std::string path = rewrite(make_model(gemma3_tiny(), "g3k.gguf"), "g3k2.gguf", [](gguf::Metadata& m) {
+    m.set("gemma3.attention.sliding_window_pattern", gguf::Value::u32(3));
+    m.set("gemma3.final_logit_softcapping", gguf::Value::f32(30.0f));
+    m.set("gemma3.attention.scale", gguf::Value::f32(0.1f));
+  });
+  const ModelConfig c = config_from_gguf(gguf::File(path));
+  EXPECT_EQ(describe_pattern(c.is_local), "[L L G] x 4");
+  EXPECT_EQ(c.final_logit_softcap, 30.0f);
+  EXPECT_EQ(c.attn_scale, 0.1f);
+}
+
+TEST(ArchOptions, ContradictoryFilesFailWithOneLineNamingTheKeyOrTensor) {
+  const std::string good = make_model(gemma3_tiny(), "g3bad.gguf");
+  struct Case {
+    std::string name, needle;
+    std::function<void(gguf::Metadata&)> edit;
+    std::string drop;
+    gguf::TensorSpec add;
+  };
+  const std::vector<Case> cases = {
+      {"no_post_ffw", "blk.3.post_ffw_norm.weight' is missing", nullptr, "blk.3.post_ffw_norm.weight", {}},
+      {"no_k_norm", "blk.0.attn_k_norm.weight' is missing", nullptr, "blk.0.attn_k_norm.weight", {}},
+      {"q_norm_len", "blk.0.attn_q_norm.weight' has shape [16]", nullptr, "",
+       {"blk.0.attn_q_norm.weight", gguf::GgmlType::F32, {16}}},
+      {"all_local", "gemma3.attention.sliding_window_pattern' marks every layer local",
+       [](gguf::Metadata& m) {
+         m.set("gemma3.attention.sliding_window_pattern",
+               gguf::Value::array(gguf::ValueType::Bool, std::vector<gguf::Value>(12, gguf::Value::boolean(true))));
+       },
+       "", {}},
+      {"period0", "gemma3.attention.sliding_window_pattern' must be a positive period",
+       [](gguf::Metadata& m) { m.set("gemma3.attention.sliding_window_pattern", gguf::Value::u32(0)); }, "", {}},
+      {"no_window", "gemma3.attention.sliding_window", [](gguf::Metadata& m) { m.erase("gemma3.attention.sliding_window"); }, "", {}},
+      {"kv_heads", "gemma3.attention.head_count_kv' (3) does not divide head_count",
+       [](gguf::Metadata& m) { m.set("gemma3.attention.head_count_kv", gguf::Value::u32(3)); }, "", {}},
+      {"softcap", "gemma3.final_logit_softcapping' must be positive",
+       [](gguf::Metadata& m) { m.set("gemma3.final_logit_softcapping", gguf::Value::f32(-1.0f)); }, "", {}},
+      {"arch", "unsupported architecture 'gemma2'", [](gguf::Metadata& m) { m.set("general.architecture", gguf::Value::string("gemma2")); }, "", {}},
+  };
+  for (const Case& k : cases) {
+    const std::string msg = load_error(rewrite(good, k.name + ".gguf", k.edit, k.drop, k.add));
+    EXPECT_NE(msg.find(k.needle), std::string::npos) << k.name << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << k.name << ": " << msg;
+  }
+}
+
+TEST(ArchOptions, OptionsWithoutAKeyMustBeTheArchitectures) {
+  ModelConfig d = gemma3_tiny();
+  d.qk_norm = false;  // no key stores this: a gemma3 without QK-norm cannot be written
+  EXPECT_NE(thrown_message([&] { make_model(d, "bad_opts.gguf"); }).find("must be arch gemma3's"), std::string::npos);
+}
+
+// The one forward pass, per architecture, against the float64 reference. f32 throughout
+// (F32 weights, f32 KV): each of the ~15 roundings per layer costs a few 6e-8 relative,
+// summed over at most 160 terms and 12 layers — 1e-4 of the logits' range is far above
+// that and far below any real bug (a wrong norm, pairing, base or scale moves logits by O(1)).
+TEST(ArchOptions, ForwardMatchesFloat64Reference) {
+  ModelConfig glimmer = builtin_config("glimmer-tiny");
+  ModelConfig llama = glimmer;
+  set_arch_defaults(llama, "llama");
+  llama.sliding_window = 0, llama.is_local = all_global_pattern(llama.n_layer);
+  expect_matches_reference(make_model(glimmer, "ref_glimmer.gguf"), 1e-4);
+  expect_matches_reference(make_model(llama, "ref_llama.gguf"), 1e-4);
+  const std::string g3 = make_model(gemma3_tiny(), "ref_gemma3.gguf");
+  expect_matches_reference(g3, 1e-4);
+  // optional keys: a custom score scale and a final soft-cap (small enough to bend logits)
+  expect_matches_reference(rewrite(g3, "ref_gemma3_cap.gguf", [](gguf::Metadata& m) {
+                             m.set("gemma3.final_logit_softcapping", gguf::Value::f32(2.0f));
+                             m.set("gemma3.attention.scale", gguf::Value::f32(0.3f));
+                           }),
+                           1e-4);
+}
+
+TEST(ArchOptions, Gemma3HeadDim256WithOneKvHead) {
+  // the 270m's attention shape (4 / 1 heads of 256) at a small width
+  ModelConfig c = gemma3_tiny();
+  c.n_layer = 6, c.n_head = 4, c.n_head_kv = 1, c.head_dim = 256;
+  set_arch_defaults(c, "gemma3");
+  expect_matches_reference(make_model(c, "ref_gemma3_d256.gguf"), 1e-4);
+}
