@@ -364,6 +364,8 @@ Value from_json(const Json& j) {
   }
 }
 
+// Not text::append_utf8: that one refuses lone surrogates, while a Python string (and so
+// a template literal such as "\ud800") may hold one; they are encoded as-is, as WTF-8.
 void utf8_append(std::string& out, char32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
