@@ -3,6 +3,7 @@
 // for AVX2.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/dtype.h"
 #include "quant/avx2_common.h"
@@ -114,6 +115,154 @@ void dot_multi(int64_t n, const void* w, const void* a, int64_t stride, int nt, 
   }
 }
 
+// ---- The 4-/5-bit types: unsigned codes, four blocks per step, scales as vectors ----
+//
+// Per block the integer dot Σ u·a of the unsigned codes u (nibble, or nibble | 16·bit)
+// with the activation codes a is exact; the type's offset (−8 / −16 for Q4_0 / Q5_0, m
+// for Q4_1 / Q5_1) is applied through the activation block's Σa, so no sign trick and
+// no per-row Σa. Four blocks' integer sums are merged into one i32 vector (two madds
+// and an unpack/add transpose instead of a madd, a conversion and a broadcast FMA per
+// block), and their four scales come as one f16 vector. The activation side (dy, dy·Σa)
+// is computed once per step for up to four weight rows (the GEMV's row group).
+
+// Unsigned codes of one block: elements 0..15 in lo, 16..31 in hi.
+inline void ucodes(const uint8_t* qs, __m128i& lo, __m128i& hi) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  lo = _mm_and_si128(raw, m4);
+  hi = _mm_and_si128(_mm_srli_epi16(raw, 4), m4);
+}
+
+// 0x10 in byte j of lo (hi) where bit j (16 + j) of qh is set.
+inline void fifth_bits(const uint8_t* qh, __m128i& lo, __m128i& hi) {
+  uint32_t h;
+  std::memcpy(&h, qh, sizeof h);
+  const __m128i v = _mm_cvtsi32_si128(static_cast<int>(h));
+  const __m128i bit = _mm_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  const __m128i b16 = _mm_set1_epi8(0x10);
+  const __m128i slo = _mm_shuffle_epi8(v, _mm_set_epi64x(0x0101010101010101, 0));
+  const __m128i shi = _mm_shuffle_epi8(v, _mm_set_epi64x(0x0303030303030303, 0x0202020202020202));
+  lo = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(slo, bit), bit), b16);
+  hi = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(shi, bit), bit), b16);
+}
+
+template <typename Block> inline void block_codes(const Block& b, __m128i& lo, __m128i& hi) {
+  ucodes(b.qs, lo, hi);
+  if constexpr (std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>) {
+    __m128i h0, h1;
+    fifth_bits(b.qh, h0, h1);
+    lo = _mm_or_si128(lo, h0);
+    hi = _mm_or_si128(hi, h1);
+  }
+}
+
+// i16 pair sums Σ u·a of one block (8 lanes, each ≤ 4·31·127 = 15748 in magnitude, so
+// two of them still fit an i16 in merge4).
+inline __m128i block_p16(__m128i lo, __m128i hi, const BlockQ8_0& y) {
+  return _mm_add_epi16(_mm_maddubs_epi16(lo, _mm_loadu_si128(reinterpret_cast<const __m128i*>(y.qs))),
+                       _mm_maddubs_epi16(hi, _mm_loadu_si128(reinterpret_cast<const __m128i*>(y.qs + 16))));
+}
+
+// Four blocks' i16 pair sums -> their four exact i32 totals [A, B, C, D].
+inline __m128i merge4(__m128i a, __m128i b, __m128i c, __m128i d) {
+  const __m128i ones = _mm_set1_epi16(1);
+  const __m128i ab = _mm_madd_epi16(_mm_add_epi16(_mm_unpacklo_epi32(a, b), _mm_unpackhi_epi32(a, b)), ones);
+  const __m128i cd = _mm_madd_epi16(_mm_add_epi16(_mm_unpacklo_epi32(c, d), _mm_unpackhi_epi32(c, d)), ones);
+  return _mm_add_epi32(_mm_unpacklo_epi64(ab, cd), _mm_unpackhi_epi64(ab, cd));
+}
+
+// Four f16 values (k < cnt; 0 after) -> f32 vector.
+inline __m128 halves4(uint64_t h0, uint64_t h1, uint64_t h2, uint64_t h3) {
+  return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(h0 | h1 << 16 | h2 << 32 | h3 << 48)));
+}
+
+template <typename Block> constexpr float kZero = 0.0f;  // the offset types use m
+template <> constexpr float kZero<BlockQ4_0> = -8.0f;
+template <> constexpr float kZero<BlockQ5_0> = -16.0f;
+
+// One step of CNT ≤ 4 blocks from block i (CNT < 4 only at a row's end) for NR rows.
+template <typename Block, int NR, int CNT>
+__attribute__((always_inline)) inline void wstep(const Block* const* x, const BlockQ8_0* y, int64_t i, __m128* acc,
+                                                 __m128* off) {
+  const __m128i ones8 = _mm_set1_epi8(1);
+  __m128i sa[4];
+  uint64_t hy[4] = {0, 0, 0, 0};
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    if (k < CNT) {
+      sa[k] = block_p16(ones8, ones8, y[i + k]);
+      hy[k] = y[i + k].d;
+    } else {
+      sa[k] = _mm_setzero_si128();
+    }
+  }
+  const __m128 dy = halves4(hy[0], hy[1], hy[2], hy[3]);
+  const __m128 sy = _mm_mul_ps(dy, _mm_cvtepi32_ps(merge4(sa[0], sa[1], sa[2], sa[3])));
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+    const Block* b = x[r] + i;
+    if constexpr (CNT == 4) {
+      _mm_prefetch(reinterpret_cast<const char*>(b) + kPrefetchBytes, _MM_HINT_T0);
+      if constexpr (4 * sizeof(Block) > 64) _mm_prefetch(reinterpret_cast<const char*>(b) + kPrefetchBytes + 64, _MM_HINT_T0);
+    }
+    __m128i p[4];
+    uint64_t hd[4] = {0, 0, 0, 0}, hm[4] = {0, 0, 0, 0};
+  #pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+      if (k < CNT) {
+        __m128i lo, hi;
+        block_codes(b[k], lo, hi);
+        p[k] = block_p16(lo, hi, y[i + k]);
+        hd[k] = b[k].d;
+        if constexpr (kOffset<Block>) hm[k] = b[k].m;
+      } else {
+        p[k] = _mm_setzero_si128();
+      }
+    }
+    const __m128 dx = halves4(hd[0], hd[1], hd[2], hd[3]);
+    acc[r] = _mm_fmadd_ps(_mm_mul_ps(dx, dy), _mm_cvtepi32_ps(merge4(p[0], p[1], p[2], p[3])), acc[r]);
+    if constexpr (kOffset<Block>) off[r] = _mm_fmadd_ps(halves4(hm[0], hm[1], hm[2], hm[3]), sy, off[r]);
+    else off[r] = _mm_fmadd_ps(dx, sy, off[r]);
+  }
+}
+
+// out[r] = dot(row r, a) for NR weight rows at `stride` bytes. Each row's arithmetic is
+// the same for any NR, so the GEMV's row groups match vec_dot bit for bit.
+template <typename Block, int NR>
+void wrows(int64_t n, const void* w, int64_t stride, const void* a, float* out) {
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  const Block* x[NR];
+  __m128 acc[NR], off[NR];
+  for (int r = 0; r < NR; ++r) {
+    x[r] = reinterpret_cast<const Block*>(static_cast<const char*>(w) + r * stride);
+    acc[r] = _mm_setzero_ps();
+    off[r] = _mm_setzero_ps();
+  }
+  const int64_t nb = n / kQK;
+  int64_t i = 0;
+  for (; i + 4 <= nb; i += 4) wstep<Block, NR, 4>(x, y, i, acc, off);
+  switch (nb - i) {
+    case 1: wstep<Block, NR, 1>(x, y, i, acc, off); break;
+    case 2: wstep<Block, NR, 2>(x, y, i, acc, off); break;
+    case 3: wstep<Block, NR, 3>(x, y, i, acc, off); break;
+    default: break;
+  }
+  for (int r = 0; r < NR; ++r) {
+    const __m128 s = kOffset<Block> ? _mm_add_ps(acc[r], off[r]) : _mm_fmadd_ps(_mm_set1_ps(kZero<Block>), off[r], acc[r]);
+    out[r] = hsum(s);
+  }
+}
+
+template <typename Block>
+void wrows_any(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out) {
+  switch (nr) {
+    case 1: return wrows<Block, 1>(n, w, stride, a, out);
+    case 2: return wrows<Block, 2>(n, w, stride, a, out);
+    case 3: return wrows<Block, 3>(n, w, stride, a, out);
+    default: return wrows<Block, 4>(n, w, stride, a, out);
+  }
+}
+
 // Codes round(x·id) of 32 floats, packed to 32 i8 in element order.
 inline __m256i round_pack(const float* x, __m256 id) {
   __m256i v[4];
@@ -145,11 +294,27 @@ inline float abs_max(const float* x, int n) {
     dot_multi<B>(n, w, a, s, nt, out);                                                   \
   }
 SQZ_DOT_32(q8_0, BlockQ8_0)
-SQZ_DOT_32(q4_0, BlockQ4_0)
-SQZ_DOT_32(q4_1, BlockQ4_1)
-SQZ_DOT_32(q5_0, BlockQ5_0)
-SQZ_DOT_32(q5_1, BlockQ5_1)
 #undef SQZ_DOT_32
+
+// The 4-/5-bit types: vec_dot is wrows of one row; dot_multi (the small-batch GEMM
+// tile) one vec_dot per activation row, so both match the GEMV bit for bit.
+#define SQZ_DOT_45(T, B)                                                                 \
+  float avx2_dot_##T(int64_t n, const void* w, const void* a) {                          \
+    float r;                                                                             \
+    wrows<B, 1>(n, w, 0, a, &r);                                                         \
+    return r;                                                                            \
+  }                                                                                      \
+  void avx2_multi_##T(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) { \
+    for (int t = 0; t < nt; ++t) wrows<B, 1>(n, w, 0, static_cast<const char*>(a) + t * s, out + t); \
+  }                                                                                      \
+  void avx2_wrows_##T(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out) { \
+    wrows_any<B>(n, w, stride, nr, a, out);                                              \
+  }
+SQZ_DOT_45(q4_0, BlockQ4_0)
+SQZ_DOT_45(q4_1, BlockQ4_1)
+SQZ_DOT_45(q5_0, BlockQ5_0)
+SQZ_DOT_45(q5_1, BlockQ5_1)
+#undef SQZ_DOT_45
 
 // Same arithmetic as ref_quantize_act_q8_0 (x·(127/amax), ties to even), same bytes.
 void avx2_quantize_act_q8_0(const float* x, void* dst, int64_t n) {

@@ -54,6 +54,12 @@ SQZ_QUANT_AVX2_DECL(q4_k)
 SQZ_QUANT_AVX2_DECL(q5_k)
 SQZ_QUANT_AVX2_DECL(q6_k)
 #undef SQZ_QUANT_AVX2_DECL
+// nr ≤ kMaxDotRows weight rows (at `stride` bytes) times one Q8_0 activation row: the
+// GEMV's row group; out[r] equals vec_dot of row r bit for bit.
+void avx2_wrows_q4_0(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
+void avx2_wrows_q4_1(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
+void avx2_wrows_q5_0(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
+void avx2_wrows_q5_1(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
 void avx2_quantize_act_q8_0(const float* x, void* dst, int64_t n);
 void avx2_quantize_act_q8_k(const float* x, void* dst, int64_t n);
 // dequant_avx2.cpp: bit-identical to ref_dequantize_q4_k / ref_dequantize_q6_k.

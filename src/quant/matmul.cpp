@@ -82,8 +82,16 @@ void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const Qu
   const int64_t rb = W.cols / t.block_size * t.block_bytes;
   const auto* w = static_cast<const uint8_t*>(W.data);
   const auto dot = t.vec_dot;
-  // Static contiguous ranges keep each thread streaming one long stretch of W.
+  const auto wrows = t.dot_wrows;
+  // Static contiguous ranges keep each thread streaming one long stretch of W; row
+  // groups of kMaxDotRows share the activation's per-block work (and keep several
+  // weight streams in flight).
   pool.parallel_for(0, W.rows, [&](int64_t r0, int64_t r1) {
+    if (wrows) {
+      for (int64_t r = r0; r < r1; r += kMaxDotRows)
+        wrows(K, w + r * rb, rb, static_cast<int>(std::min<int64_t>(kMaxDotRows, r1 - r)), act, y + r);
+      return;
+    }
     for (int64_t r = r0; r < r1; ++r) y[r] = dot(K, w + r * rb, act);
   }, {ThreadPool::Schedule::Static, 8});
 }

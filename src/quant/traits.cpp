@@ -27,6 +27,9 @@ constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, G
               ref_dot_##T, ref_multi<ref_dot_##T>}
 #define SQZ_AVX2_ROW(T, ENUM, NAME, BS, BB, DOT_T, ACT, DEQ) \
   QuantTraits{GgmlType::ENUM, Isa::Avx2, NAME, BS, BB, GgmlType::DOT_T, DEQ, ref_quantize_##T, ACT, avx2_dot_##T, avx2_multi_##T}
+#define SQZ_AVX2_ROW_W(T, ENUM, NAME, BS, BB, DEQ)                                                           \
+  QuantTraits{GgmlType::ENUM, Isa::Avx2, NAME, BS, BB, GgmlType::Q8_0, DEQ, ref_quantize_##T, nullptr, avx2_dot_##T, \
+              avx2_multi_##T, avx2_wrows_##T}
 
 const std::array kScalar{
     SQZ_REF_ROW(f32, F32, "F32", 1, 4, F32, nullptr),
@@ -49,10 +52,10 @@ const std::array kAvx2{
     SQZ_AVX2_ROW(f16, F16, "F16", 1, 2, F32, nullptr, ref_dequantize_f16),
     SQZ_AVX2_ROW(bf16, BF16, "BF16", 1, 2, F32, nullptr, ref_dequantize_bf16),
     SQZ_AVX2_ROW(q8_0, Q8_0, "Q8_0", 32, 34, Q8_0, avx2_quantize_act_q8_0, ref_dequantize_q8_0),
-    SQZ_AVX2_ROW(q4_0, Q4_0, "Q4_0", 32, 18, Q8_0, nullptr, ref_dequantize_q4_0),
-    SQZ_AVX2_ROW(q4_1, Q4_1, "Q4_1", 32, 20, Q8_0, nullptr, ref_dequantize_q4_1),
-    SQZ_AVX2_ROW(q5_0, Q5_0, "Q5_0", 32, 22, Q8_0, nullptr, ref_dequantize_q5_0),
-    SQZ_AVX2_ROW(q5_1, Q5_1, "Q5_1", 32, 24, Q8_0, nullptr, ref_dequantize_q5_1),
+    SQZ_AVX2_ROW_W(q4_0, Q4_0, "Q4_0", 32, 18, ref_dequantize_q4_0),
+    SQZ_AVX2_ROW_W(q4_1, Q4_1, "Q4_1", 32, 20, ref_dequantize_q4_1),
+    SQZ_AVX2_ROW_W(q5_0, Q5_0, "Q5_0", 32, 22, ref_dequantize_q5_0),
+    SQZ_AVX2_ROW_W(q5_1, Q5_1, "Q5_1", 32, 24, ref_dequantize_q5_1),
     SQZ_AVX2_ROW(q4_k, Q4_K, "Q4_K", 256, 144, Q8_K, nullptr, avx2_dequantize_q4_k),
     SQZ_AVX2_ROW(q5_k, Q5_K, "Q5_K", 256, 176, Q8_K, nullptr, ref_dequantize_q5_k),
     SQZ_AVX2_ROW(q6_k, Q6_K, "Q6_K", 256, 210, Q8_K, nullptr, avx2_dequantize_q6_k),

@@ -45,6 +45,10 @@ struct QuantTraits {
   // out[t] = vec_dot(n, w, a + t*a_stride bytes) for t < nt <= kMaxDotRows, decoding
   // each weight block once for all nt rows (the GEMM tile). Same sums as vec_dot.
   void (*dot_multi)(int64_t n, const void* w, const void* a, int64_t a_stride, int nt, float* out);
+  // out[r] = vec_dot(n, w + r*w_stride bytes, a) for r < nr <= kMaxDotRows: the GEMV's
+  // row group, sharing the activation's per-block work across the rows. Same sums as
+  // vec_dot, bit for bit. Null where the type has none (the GEMV calls vec_dot).
+  void (*dot_wrows)(int64_t n, const void* w, int64_t w_stride, int nr, const void* a, float* out) = nullptr;
 };
 
 // The table of `type` for `isa`; nullptr if this build/CPU lacks the ISA or squeeze has

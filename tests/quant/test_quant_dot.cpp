@@ -109,6 +109,38 @@ TEST_P(Dot, MultiRowEqualsSingleRow) {
   }
 }
 
+// The GEMV's row groups (dot_wrows, where a type has them): nr weight rows at a stride
+// against one activation row, each result bit-identical to vec_dot of that row, at
+// block counts that leave every tail length of the 4-block step (1, 2, 3, 4, 5, 11, 129).
+TEST_P(Dot, WeightRowGroupsEqualSingleRow) {
+  const GgmlType type = GetParam();
+  const QuantTraits* t = traits_for(type, Isa::Avx2);
+  if (!t || !t->dot_wrows) GTEST_SKIP() << "no row-group kernel";
+  const QuantTraits& act_src = *traits_for(t->dot_type, Isa::Scalar);
+  for (int64_t n : {32, 64, 96, 128, 160, 352, 4128}) {
+    DotCase rows[kMaxDotRows];
+    for (auto& r : rows) r = make_case(type, n, act_src);
+    const size_t stride = rows[0].w.size() + 20;  // rows not packed back to back
+    std::vector<uint8_t> packed(stride * kMaxDotRows);
+    for (int i = 0; i < kMaxDotRows; ++i) std::memcpy(packed.data() + i * stride, rows[i].w.data(), rows[i].w.size());
+    for (int nr = 1; nr <= kMaxDotRows; ++nr) {
+      float out[kMaxDotRows];
+      t->dot_wrows(n, packed.data(), static_cast<int64_t>(stride), nr, rows[0].a.data(), out);
+      for (int i = 0; i < nr; ++i) {
+        EXPECT_EQ(out[i], t->vec_dot(n, rows[i].w.data(), rows[0].a.data())) << t->name << " n=" << n << " nr=" << nr;
+        const float r = traits_for(type, Isa::Scalar)->vec_dot(n, rows[i].w.data(), rows[0].a.data());
+        double exact = 0, mag = 0;
+        const auto off = test::code_zero_offsets(type, rows[i].w.data(), n);
+        for (int64_t j = 0; j < n; ++j) {
+          exact += static_cast<double>(rows[i].wf[j]) * rows[0].af[j];
+          mag += (std::fabs(rows[i].wf[j]) + 2.0 * std::fabs(off[j])) * std::fabs(rows[0].af[j]);
+        }
+        EXPECT_NEAR(out[i], r, 2 * dot_bound(*t, n, mag)) << t->name << " n=" << n << " nr=" << nr;
+      }
+    }
+  }
+}
+
 // Blocks as any other GGUF writer might produce them: every code, scale and min byte
 // random (Q8_0 codes include -128), only the f16 fields kept finite.
 class DotBlocks : public ::testing::TestWithParam<GgmlType> {};
