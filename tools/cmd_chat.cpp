@@ -102,7 +102,8 @@ int run_chat(int argc, char** argv) {
       .threads_option()
       .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
-      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16");
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
+      .flag({"--ignore-eos"}, "answers end only at -n or Ctrl-C, not at EOS / end-of-turn (tests, benchmarks)");
   add_sampling_options(args);
   if (!args.parse(argc, argv)) return 0;
   const std::string path = args.get("--model");
@@ -176,8 +177,12 @@ int run_chat(int argc, char** argv) {
           continue;
         }
         try {
-          // Atomic, and refused when FILE is the model (check_output_path).
-          squeeze::gguf::write_file_atomically(rest, conversation.to_json().dump(2) + "\n");
+          // Atomic, and refused when FILE is the model (check_output_path). An answer can
+          // hold invalid UTF-8 (a byte token, or one cut mid-character by Ctrl-C): JSON
+          // cannot, so such bytes are written as U+FFFD.
+          const std::string json =
+              conversation.to_json().dump(2, ' ', false, squeeze::chat::Json::error_handler_t::replace);
+          squeeze::gguf::write_file_atomically(rest, json + "\n");
           note("[saved " + std::to_string(conversation.to_json().size()) + " messages to " + rest + "]");
         } catch (const std::exception& e) {
           note(std::string("[save failed: ") + e.what() + "]");
@@ -207,7 +212,8 @@ int run_chat(int argc, char** argv) {
     const double prompt_s = seconds_since(t0);
     for (size_t i = prefill.reused; i < fitted->ids.size(); ++i) sampler.accept(fitted->ids[i]);
 
-    squeeze::text::StopChecker checker({.eos_ids = format.stop_ids(), .max_tokens = n_predict});
+    squeeze::text::StopChecker checker(
+        {.eos_ids = args.has("--ignore-eos") ? std::vector<int32_t>{} : format.stop_ids(), .max_tokens = n_predict});
     std::string answer;
     const auto t1 = Clock::now();
     const DecodeResult r = decode(session, tok, sampler, checker, prefill.logits,
