@@ -88,7 +88,7 @@ int run_chat(int argc, char** argv) {
   Args args("chat", "chat -m MODEL.gguf [--system TEXT] [options]",
             "Chat with an instruct model: each line read from stdin is a user message, rendered with\n"
             "the model's chat template (tokenizer.chat_template) together with the conversation so far;\n"
-            "answers stream to stdout, one per line group, and a stats line per answer goes to stderr\n"
+            "answers stream to stdout, each followed by a newline, and a stats line per answer goes to stderr\n"
             "(prompt tokens reused from the KV cache and prefilled, answer tokens/s). Prompts (\"> \")\n"
             "are shown only when stdin is a terminal, so the command works over a pipe too.\n"
             "Context: when the conversation plus room for an answer (-n tokens, at most a quarter of\n"
