@@ -1,11 +1,15 @@
 // tools/cmd_make_model.cpp — `squeeze make-model`: a random-weight GGUF model of any
 // built-in config (tests, benchmarks, races against other engines).
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "args.h"
+#include "chat/template.h"
 #include "command.h"
 #include "config_options.h"
 #include "core/error.h"
+#include "gguf/file_identity.h"
 #include "gguf/ggml_type.h"
 #include "model/config.h"
 #include "model/random_model.h"
@@ -18,7 +22,8 @@ int run_make_model(int argc, char** argv) {
                           "shapes of a built-in config (overridable), for tests and benchmarks.");
   args.option({"-o", "--output"}, "FILE", "output GGUF path")
       .option({"--type"}, "TYPE", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K", "F32")
-      .int_option({"--seed"}, "N", "random seed", {0, squeeze::cli::kMaxSeed}, "1");
+      .int_option({"--seed"}, "N", "random seed", {0, squeeze::cli::kMaxSeed}, "1")
+      .option({"--chat-template"}, "FILE", "a Jinja chat template to store as tokenizer.chat_template");
   squeeze::cli::add_config_options(args, "glimmer-tiny");
   if (!args.parse(argc, argv)) return 0;
   const squeeze::model::ModelConfig c = squeeze::cli::config_from_args(args);
@@ -26,8 +31,21 @@ int run_make_model(int argc, char** argv) {
   SQZ_CHECK(type.has_value(), "unknown --type '", args.get("--type"), "'");
   const std::string out = args.get("--output");
   SQZ_CHECK(!out.empty(), "missing -o OUT.gguf");
+  std::string chat_template;
+  if (args.has("--chat-template")) {
+    const std::string t = args.get("--chat-template");
+    std::ifstream in(t, std::ios::binary);
+    SQZ_CHECK(in, t, ": cannot open");
+    chat_template.assign(std::istreambuf_iterator<char>(in), {});
+    SQZ_CHECK(!chat_template.empty(), t, ": the chat template is empty");
+    squeeze::chat::TemplateOptions options;
+    options.name = t;
+    const squeeze::chat::Template check(chat_template, options);  // syntax errors now, not at chat time
+  }
+  const squeeze::gguf::DeclaredInputs inputs({args.get("--chat-template")});
   const auto fallbacks = squeeze::model::write_random_model({.config = c, .type = *type,
-                                                              .seed = static_cast<uint64_t>(args.get_int("--seed")), .path = out});
+                                                              .seed = static_cast<uint64_t>(args.get_int("--seed")), .path = out,
+                                                              .chat_template = chat_template});
   for (const auto& name : fallbacks)
     std::fprintf(stderr, "note: %s kept as F32 (row length not a multiple of the %s block)\n", name.c_str(),
                  args.get("--type").c_str());

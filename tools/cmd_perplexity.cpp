@@ -93,7 +93,7 @@ int run_perplexity(int argc, char** argv) {
     // llama-perplexity tokenizes with add_special (BOS when the vocabulary adds one) and
     // without parse_special: special-token texts in the file are plain text.
     tokens = tok.encode(read_text(args.get("--file")), {.add_special = false, .parse_special = false});
-    if (tok.add_bos()) tokens.insert(tokens.begin(), tok.bos_id());
+    if (tok.adds_bos()) tokens.insert(tokens.begin(), tok.bos_id());
   }
   if (n_ctx - 1 > model->config().n_ctx)
     fail("-c ", n_ctx, " exceeds the model's context of ", model->config().n_ctx);
@@ -122,7 +122,7 @@ int run_perplexity(int argc, char** argv) {
   const int64_t nv = eval::logits_row_values(n_vocab);
   std::vector<uint16_t> rows(save ? static_cast<size_t>(per_chunk * nv) : 0);
 
-  const eval::ChunkPlan plan{.n_ctx = n_ctx, .n_chunk = n_chunk, .bos_id = tok.add_bos() ? tok.bos_id() : -1};
+  const eval::ChunkPlan plan{.n_ctx = n_ctx, .n_chunk = n_chunk, .bos_id = tok.adds_bos() ? tok.bos_id() : -1};
   eval::run_chunks(session, tokens, plan, [&](int32_t c, std::span<const float> logits, std::span<const int32_t> targets) {
     auto row = [&](int64_t i) { return logits.subspan(size_t(i) * n_vocab, size_t(n_vocab)); };
     pool.parallel_for(0, per_chunk, [&](int64_t b, int64_t e) {

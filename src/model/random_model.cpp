@@ -61,6 +61,7 @@ std::vector<std::string> write_random_model(const RandomModelParams& p) {
   gguf::Writer w(p.path);
   write_config(w.metadata(), c);
   write_tokenizer(w.metadata(), tok);
+  if (!p.chat_template.empty()) w.metadata().set("tokenizer.chat_template", gguf::Value::string(p.chat_template));
   w.metadata().set("general.name", gguf::Value::string(c.name + " (random weights, seed " + std::to_string(p.seed) + ")"));
   w.metadata().set("general.quantization_version", gguf::Value::u32(2));
 

@@ -16,6 +16,7 @@ struct RandomModelParams {
   gguf::GgmlType type = gguf::GgmlType::F32;  // matrices; norms stay F32
   uint64_t seed = 1;
   std::string path;
+  std::string chat_template = {};  // written as tokenizer.chat_template when not empty
 };
 
 // Matrices get N(0, 1/cols) entries (so activations keep their scale through the

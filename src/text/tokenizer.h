@@ -81,8 +81,9 @@ class Tokenizer {
   int32_t eos_id() const { return eos_; }
   int32_t pad_id() const { return pad_; }
   int32_t unk_id() const { return unk_; }
-  bool add_bos() const { return add_bos_; }  // encode() with add_special prepends BOS
-  bool add_eos() const { return add_eos_; }
+  // Whether encode() with add_special prepends BOS / appends EOS (tokenizer.ggml.add_*).
+  bool adds_bos() const { return add_bos_; }
+  bool adds_eos() const { return add_eos_; }
   PreTokenizer pre_tokenizer() const { return pre_; }
   bool is_sentencepiece() const { return spm_; }
 

@@ -1,0 +1,35 @@
+// tools/chat_cache.h — a model session that remembers which token ids its KV cache
+// holds, so each new rendering of a conversation runs only what differs from the last:
+// the cache is rolled back to the common prefix and the rest is prefilled.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/session.h"
+
+namespace squeeze::cli {
+
+class PromptCache {
+ public:
+  explicit PromptCache(model::Session& session) : session_(session) {}
+
+  struct Prefill {
+    size_t reused = 0;     // prompt tokens whose K/V were already cached
+    size_t prefilled = 0;  // prompt tokens run now
+    std::span<const float> logits;  // of the prompt's last token; valid until the next forward
+  };
+  // Makes the cache hold exactly `prompt` (non-empty, at most n_ctx tokens) and returns
+  // the logits of its last token.
+  Prefill prefill(const std::vector<int32_t>& prompt);
+  // A generated token that was run through the session (DecodeParams::forwarded).
+  std::vector<int32_t>& ids() { return ids_; }
+  void reset();
+
+ private:
+  model::Session& session_;
+  std::vector<int32_t> ids_;  // ids_[p] is the token at cache position p
+};
+
+}  // namespace squeeze::cli

@@ -1,0 +1,86 @@
+// tools/chat_format.cpp — chat template rendering to token ids, and end-of-turn tokens.
+#include "chat_format.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace squeeze::cli {
+namespace {
+
+std::string template_source(const model::Model& model) {
+  const auto* t = model.file().metadata().find("tokenizer.chat_template");
+  if (!t || !t->string_if())
+    fail(model.file().path(), ": no tokenizer.chat_template in the model; chat needs a chat (instruct) model");
+  return *t->string_if();
+}
+
+chat::TemplateOptions template_options(const model::Model& model) {
+  chat::TemplateOptions o;
+  o.name = model.file().path() + ": tokenizer.chat_template";
+  return o;
+}
+
+std::string token_text_or_empty(const text::Tokenizer& tok, int32_t id) {
+  return id >= 0 && id < tok.n_vocab() ? tok.token_text(id) : std::string();
+}
+
+}  // namespace
+
+ChatFormat::ChatFormat(const model::Model& model)
+    : tok_(model.tokenizer()),
+      template_(template_source(model), template_options(model)),
+      bos_(token_text_or_empty(tok_, tok_.bos_id())),
+      eos_(token_text_or_empty(tok_, tok_.eos_id())) {
+  find_stop_ids(model);
+}
+
+std::string ChatFormat::render(const chat::Json& messages, bool add_generation_prompt) const {
+  return chat::render_chat(template_, messages, add_generation_prompt, bos_, eos_);
+}
+
+std::vector<int32_t> ChatFormat::tokenize(const std::string& rendered) const {
+  // What llama.cpp does (common/chat.cpp, then tokenizing with add_special=true): when the
+  // vocabulary adds BOS itself (tokenizer.ggml.add_bos_token), one leading BOS text is
+  // cut from the rendering first, and likewise a trailing EOS text when it adds EOS. So a
+  // template that writes {{ bos_token }} and one that does not both give exactly one BOS,
+  // never two; a template that writes it for a vocabulary that does not add it keeps its
+  // BOS (parse_special turns the text into the token).
+  std::string_view text = rendered;
+  if (tok_.adds_bos() && !bos_.empty() && text.starts_with(bos_)) text.remove_prefix(bos_.size());
+  if (tok_.adds_eos() && !eos_.empty() && text.ends_with(eos_)) text.remove_suffix(eos_.size());
+  return tok_.encode(text, {.add_special = true, .parse_special = true});
+}
+
+void ChatFormat::find_stop_ids(const model::Model& model) {
+  auto add = [this](int64_t id) {
+    if (id >= 0 && id < tok_.n_vocab() &&
+        std::find(stop_ids_.begin(), stop_ids_.end(), static_cast<int32_t>(id)) == stop_ids_.end())
+      stop_ids_.push_back(static_cast<int32_t>(id));
+  };
+  add(tok_.eos_id());
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (const auto* v = model.file().metadata().find(key))
+      if (const auto id = v->as_i64()) add(*id);
+
+  // The template knows how it closes an assistant turn: render one answer and look at
+  // the first token after it. Only a special token counts (control or user-defined), so
+  // a template that ends turns with plain text (a newline) adds nothing. Templates that
+  // refuse this probe conversation simply add nothing either.
+  const std::string probe = "squeeze-probe-answer";
+  try {
+    const chat::Json messages = chat::Json::array({{{"role", "user"}, {"content", "Hi"}},
+                                                   {{"role", "assistant"}, {"content", probe}}});
+    const std::string text = render(messages, false);
+    const size_t at = text.rfind(probe);
+    if (at == std::string::npos) return;
+    const auto after = tok_.encode(std::string_view(text).substr(at + probe.size()),
+                                   {.add_special = false, .parse_special = true});
+    if (after.empty()) return;
+    const auto type = tok_.token_type(after.front());
+    if (type == text::TokenType::control || type == text::TokenType::user_defined) add(after.front());
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace squeeze::cli
