@@ -8,13 +8,29 @@ buffers of local layers wrap and chunked prefill is exercised.
 
 The numpy side derives gemma3's options from the architecture the way llama.cpp does
 (pre+post norms, per-head QK RMSNorm, GeGLU with tanh, NeoX RoPE, embeddings × sqrt(E)
-in f32, local RoPE base 10000, a 5 local : 1 global pattern unless the file states one)."""
+in f32, local RoPE base 10000, a 5 local : 1 global pattern unless the file states one).
+
+Two modes. Float (the random F32 models, where squeeze rounds nothing beyond f32
+arithmetic): every product in float64 on the exactly dequantized weights. Emulation
+(forward(..., batch=B, kv=...)), for what squeeze rounds on purpose:
+  * activations of quantized products in chunks of < 16 rows (prefill chunks, decode):
+    Q8_0 (blocks of 32, f16 scale amax/127) for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 weights, Q8_K
+    (blocks of 256, f32 scale) for Q4_K/Q5_K/Q6_K, codes round-half-even(x·127/amax) in
+    f32; the kernels then sum integer code products exactly, so rounding the activations
+    and taking float64 products with the dequantized weights is the same arithmetic.
+    Chunks of ≥ 16 rows dequantize the weights and use f32 activations (no rounding).
+  * K and V stored in an f16 cache (round to nearest even), with --kv f16.
+Attention scores, softmax and the weighted sum are f32 in squeeze (no f16), the output
+head quantizes its input like any product, and nothing else is rounded on purpose.
+Emulation is exact per product (see the real-model test), but it cannot pin a whole
+quantized forward pass to 1e-3: see the comment there."""
 import os
 import pathlib
 import subprocess
 
 import numpy as np
 import pytest
+from gguf import GGMLQuantizationType as QT
 from gguf import GGUFReader
 from gguf.quants import dequantize
 
@@ -30,19 +46,31 @@ def run(*args):
 
 
 class Model:
+    """The GGUF file as gguf-py reads it; tensors are dequantized on use (gguf.quants,
+    f32 values, exact) rather than all at once: Gemma 3's 262144-row embedding would take
+    0.7 GB as f32."""
+
     def __init__(self, path):
         reader = GGUFReader(path)
         self.kv = {f.name: f for f in reader.fields.values()}
         self.arch = self.str("general.architecture")
-        self.t = {}
-        for t in reader.tensors:
-            # dequantized values are f32 exactly; stored as f32 (a real 262144-token
-            # embedding would take 1.3 GB as f64) and widened where used (W below)
-            rows = dequantize(t.data, t.tensor_type).astype(np.float32)
-            self.t[t.name] = rows.reshape([int(d) for d in reversed(t.shape)]) if len(t.shape) > 1 else rows.reshape(-1)
+        self.tensors = {t.name: t for t in reader.tensors}
+
+    def type(self, name):
+        return self.tensors[name].tensor_type
+
+    def rows(self, name, idx=slice(None)):
+        """Rows `idx` of a matrix (ne[0] = row length), dequantized to f32."""
+        t = self.tensors[name]
+        cols = int(t.shape[0])
+        return dequantize(np.asarray(t.data).reshape(int(t.shape[1]), -1)[idx], t.tensor_type).reshape(-1, cols)
 
     def W(self, name):
-        return self.t[name].astype(np.float64)
+        return self.rows(name).astype(np.float64)
+
+    def vec(self, name):
+        t = self.tensors[name]
+        return dequantize(np.asarray(t.data), t.tensor_type).reshape(-1).astype(np.float64)
 
     def str(self, key):
         f = self.kv[key]
@@ -60,6 +88,57 @@ class Model:
 
     def a(self, suffix, default=None):
         return self.num(f"{self.arch}.{suffix}", default)
+
+
+# ---- what squeeze rounds, written from the block formats (ggml-common.h), not its code ----
+
+# The activation format of each weight type's dot kernel (the traits' dot_type): the
+# 32-element types take Q8_0 (f16 scale), the K-quants Q8_K (f32 scale, 256 elements);
+# F32/F16/BF16 weights take the f32 activations as they are.
+ACT_FORMAT = {QT.Q4_0: "Q8_0", QT.Q4_1: "Q8_0", QT.Q5_0: "Q8_0", QT.Q5_1: "Q8_0", QT.Q8_0: "Q8_0",
+              QT.Q4_K: "Q8_K", QT.Q5_K: "Q8_K", QT.Q6_K: "Q8_K"}
+# Chunks of at least this many rows dequantize the weights to f32 panels and multiply by
+# the BLAS with f32 activations (quant/matmul.h kDequantizedGemmMinBatch); smaller chunks
+# (and decode) quantize the activations and use the integer dot kernels.
+DEQUANTIZED_GEMM_MIN_BATCH = 16
+
+
+def round_activations(x, fmt):
+    """x rounded as the dot kernels see it: per block of 32 (Q8_0) or 256 (Q8_K) values of
+    the f32 row, amax = max |x|, codes q = round-half-even(x · (127 / amax)) computed in
+    f32, scale d = amax / 127 in f32, stored as f16 for Q8_0 (f32 for Q8_K); the kernel
+    multiplies d · q exactly (integer sums of codes, then the scales)."""
+    block = 32 if fmt == "Q8_0" else 256
+    x32 = x.astype(np.float32).reshape(x.shape[0], -1, block)
+    amax = np.abs(x32).max(-1, keepdims=True)
+    inv = np.divide(np.float32(127), amax, out=np.zeros_like(amax), where=amax > 0)
+    q = np.rint(x32 * inv)
+    d = amax / np.float32(127)
+    if fmt == "Q8_0":
+        d = d.astype(np.float16).astype(np.float32)
+    return (q.astype(np.float64) * d).reshape(x.shape)
+
+
+def dot_path_rows(n, batch):
+    """Per position: True where its prefill chunk (of --batch rows, the last one shorter)
+    is small enough for the 8-bit dot kernels."""
+    sizes = np.array([min(batch, n - s) for s in range(0, n, batch)])
+    return np.repeat(sizes < DEQUANTIZED_GEMM_MIN_BATCH, sizes)
+
+
+def linear(m, x, name, rows=None):
+    """x · Wᵀ in float64 with W dequantized exactly; with `rows` (emulation), those rows of
+    x are first rounded to the activation format of W's type."""
+    fmt = ACT_FORMAT.get(m.type(name))
+    if rows is not None and fmt is not None and rows.any():
+        x = x.copy()
+        x[rows] = round_activations(x[rows], fmt)
+    return x @ m.W(name).T
+
+
+def round_kv(a, kv):
+    """K/V as the cache stores them: f32 rows rounded to nearest-even f16 (or kept f32)."""
+    return a.astype(np.float32).astype(np.float16).astype(np.float64) if kv == "f16" else a
 
 
 def rmsnorm(x, w, eps):
@@ -95,7 +174,11 @@ def local_pattern(m, n_layer, window):
     return [period > 1 and il % period != period - 1 for il in range(n_layer)]
 
 
-def forward(m, tokens):
+def forward(m, tokens, positions=None, batch=None, kv="f32", trace=None):
+    """Logits at `positions` (default: all). Float mode (batch None): exact arithmetic on
+    the dequantized weights. Emulation (batch given): rounds what squeeze rounds for a
+    prefill in chunks of `batch` with a `kv` cache — see the module docstring. `trace`, a
+    dict, receives the intermediates under the names `squeeze generate --dump` uses."""
     n_layer, E = m.a("block_count"), m.a("embedding_length")
     H, Hk = m.a("attention.head_count"), m.a("attention.head_count_kv")
     D = m.a("attention.key_length", E // H)
@@ -108,44 +191,62 @@ def forward(m, tokens):
     scale = m.a("attention.scale", 1 / np.sqrt(D))
     softcap = m.a("final_logit_softcapping", 0.0)
     n = len(tokens)
+    positions = np.arange(n) if positions is None else np.asarray(positions)
+    rows = None if batch is None else dot_path_rows(n, batch)
+    kv = "f32" if batch is None else kv
     pos = np.arange(n, dtype=np.float64)
-    x = m.t["token_embd.weight"][tokens].astype(np.float64)
+    x = m.rows("token_embd.weight", np.asarray(tokens)).astype(np.float64)
     if gemma:
         x = x * float(np.sqrt(np.float32(E)))  # sqrtf in f32, as llama.cpp
     for il in range(n_layer):
         p = f"blk.{il}."
         local = bool(pattern[il]) and window > 0
         base = base_l if local else base_g
-        h = rmsnorm(x, m.t[p + "attn_norm.weight"], eps)
-        q = (h @ m.W(p + "attn_q.weight").T).reshape(n, H, D)
-        k = (h @ m.W(p + "attn_k.weight").T).reshape(n, Hk, D)
-        v = (h @ m.W(p + "attn_v.weight").T).reshape(n, Hk, D)
+        h = rmsnorm(x, m.vec(p + "attn_norm.weight"), eps)
+        q = linear(m, h, p + "attn_q.weight", rows).reshape(n, H, D)
+        k = linear(m, h, p + "attn_k.weight", rows).reshape(n, Hk, D)
+        v = linear(m, h, p + "attn_v.weight", rows).reshape(n, Hk, D)
         if gemma:  # per-head RMSNorm before RoPE
-            q, k = rmsnorm(q, m.t[p + "attn_q_norm.weight"], eps), rmsnorm(k, m.t[p + "attn_k_norm.weight"], eps)
+            q, k = rmsnorm(q, m.vec(p + "attn_q_norm.weight"), eps), rmsnorm(k, m.vec(p + "attn_k_norm.weight"), eps)
         q, k = rope(q, pos, base, neox=gemma), rope(k, pos, base, neox=gemma)
+        if trace is not None:
+            trace.update({p + "attn_norm": h, p + "attn_q": q.reshape(n, -1), p + "attn_k": k.reshape(n, -1),
+                          p + "attn_v": v.reshape(n, -1)})
+        k, v = round_kv(k, kv), round_kv(v, kv)
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
         allowed = (j <= i) & ((j > i - window) if local else True)
         out = np.empty((n, H, D))
         for hh in range(H):
-            kv = hh // (H // Hk)
-            s = (q[:, hh, :] @ k[:, kv, :].T) * scale
+            kvh = hh // (H // Hk)
+            s = (q[:, hh, :] @ k[:, kvh, :].T) * scale
             s = np.where(allowed, s, -np.inf)
             s = np.exp(s - s.max(-1, keepdims=True))
-            out[:, hh, :] = (s / s.sum(-1, keepdims=True)) @ v[:, kv, :]
-        o = out.reshape(n, H * D) @ m.W(p + "attn_output.weight").T
+            out[:, hh, :] = (s / s.sum(-1, keepdims=True)) @ v[:, kvh, :]
+        if trace is not None:
+            trace[p + "attn_out"] = out.reshape(n, -1)
+        o = linear(m, out.reshape(n, H * D), p + "attn_output.weight", rows)
         if gemma:
-            o = rmsnorm(o, m.t[p + "post_attention_norm.weight"], eps)
+            o = rmsnorm(o, m.vec(p + "post_attention_norm.weight"), eps)
         x = x + o
-        h = rmsnorm(x, m.t[p + "ffn_norm.weight"], eps)
-        g, u = h @ m.W(p + "ffn_gate.weight").T, h @ m.W(p + "ffn_up.weight").T
-        f = ((gelu_tanh(g) if gemma else g / (1 + np.exp(-g))) * u) @ m.W(p + "ffn_down.weight").T
+        h = rmsnorm(x, m.vec(p + "ffn_norm.weight"), eps)
+        if trace is not None:
+            trace.update({p + "attn_residual": x, p + "ffn_norm": h})
+        g, u = linear(m, h, p + "ffn_gate.weight", rows), linear(m, h, p + "ffn_up.weight", rows)
+        f = linear(m, (gelu_tanh(g) if gemma else g / (1 + np.exp(-g))) * u, p + "ffn_down.weight", rows)
         if gemma:
-            f = rmsnorm(f, m.t[p + "post_ffw_norm.weight"], eps)
+            f = rmsnorm(f, m.vec(p + "post_ffw_norm.weight"), eps)
         x = x + f
-    h = rmsnorm(x, m.t["output_norm.weight"], eps)
-    w_out = m.t.get("output.weight", m.t["token_embd.weight"])
+        if trace is not None:
+            trace[p + "ffn_residual"] = x
+    h = rmsnorm(x[positions], m.vec("output_norm.weight"), eps)
+    head = "output.weight" if "output.weight" in m.tensors else "token_embd.weight"
+    fmt = ACT_FORMAT.get(m.type(head))
+    if rows is not None and fmt is not None and rows[positions].any():
+        h[rows[positions]] = round_activations(h[rows[positions]], fmt)
     # in vocabulary slices: a real 262144-token head widened to f64 at once is 1.3 GB
-    logits = np.concatenate([h @ w_out[r:r + 16384].astype(np.float64).T for r in range(0, w_out.shape[0], 16384)], -1)
+    V = int(m.tensors[head].shape[1])
+    logits = np.concatenate([h @ m.rows(head, slice(r, r + 16384)).astype(np.float64).T
+                             for r in range(0, V, 16384)], -1)
     if softcap:
         logits = softcap * np.tanh(logits / softcap)
     return logits
@@ -264,33 +365,56 @@ def models_dir():
     return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[2] / "build" / "models"
 
 
-# Real files (scripts/get-models): the config must parse today; the forward comparison
-# runs once squeeze loads them (their Q4_1 / Q5_0 weights and SentencePiece tokenizers).
+# Six paragraphs: 620 SmolLM2 tokens, 610 Gemma 3 tokens (> the 512-token window).
+LONG_PROMPT = """The lighthouse keeper climbed the stairs every evening before the sun went down, counted the steps and wound the clock while ships passed in the night. There were one hundred and twelve steps, and he had counted them so often that his feet knew the number better than his mind did. At the top, the lamp room smelled of brass polish and paraffin, and the great lens caught the last light of the day and broke it into small rainbows across the whitewashed walls.
+His name was Tobias Wren, and he had kept the light on Gull Point for twenty-three years. Before that he had been a carpenter in a river town far inland, where the only water anyone worried about was the spring flood. He came to the coast after his wife died, because he wanted a job in which the days would be the same, one after another, like beads on a string. The sea did not agree with him. No two evenings were ever alike: some were calm and gold, some were grey and full of rain, and some, in the winter, brought storms that shook the tower until the windows hummed.
+Each night he wrote in the logbook: the time the lamp was lit, the direction and strength of the wind, the state of the sea, the vessels he saw. Most of the entries were short. "Wind southwest, moderate. Two fishing boats returning at dusk. Fog after midnight, horn sounded for three hours." But sometimes he wrote more, when something unusual happened, or when he could not sleep and the words seemed to come on their own.
+In the spring of his twenty-fourth year a letter arrived from the harbour office. The lighthouse was to be automated. A machine with a timer and a battery bank would light the lamp and sound the horn, and an engineer would visit twice a year to check it. The keeper would be given a pension and a small cottage in the village, if he wanted it. The letter thanked him for his long and faithful service.
+Tobias read the letter three times, folded it carefully, and put it in the drawer with the spare wicks. Then he went up the stairs, counted the steps, and lit the lamp as he always had. That night the wind came from the north, cold and steady, and a cargo ship passed very close to the rocks, closer than it should have been. He watched its lights until they disappeared behind the headland, and he wondered whether a machine would have noticed.
+The engineer arrived in June, a young woman named Priya Castellanos who had studied electrical systems at a technical college in the capital. She carried a laptop, a toolbox, and a thermos of strong coffee, and she asked more questions than anyone had asked Tobias in years. How often did the fog come in? Which way did the storms usually arrive? Had the lens ever cracked? What did he do when the power failed? He answered slowly at first, and then with growing pleasure, because nobody had ever wanted to know these things before."""
+
+
+# Real files (scripts/get-models), prefilled in chunks of 8 (the 8-bit dot path, every
+# layer), with the default f16 KV cache; the numpy side emulates both.
 @pytest.mark.parametrize("name,arch", [("SmolLM2-135M-Instruct.Q4_1.gguf", "llama"),
                                        ("gemma-3-270m-q4_k_m.gguf", "gemma3")])
 def test_real_model_matches_numpy(tmp_path, name, arch):
     path = models_dir() / name
     if not path.exists():
         pytest.skip(f"{path} not present (scripts/get-models fetches it; SQUEEZE_MODELS points elsewhere)")
-    run("plan", str(path))  # config and tensor table parse on every branch
+    run("plan", str(path))
+    batch = 8
     dump = tmp_path / "dump"
-    r = subprocess.run([SQ, "generate", "-m", str(path), "-p", PROMPT, "-n", "1", "--temp", "0", "--batch", "8",
-                        "--kv", "f32", "--dump", str(dump)], capture_output=True, text=True, errors="replace",
-                       timeout=600)
-    if r.returncode != 0:
-        # only what is still being built elsewhere may skip; anything else is a failure
-        if "cannot compute with" in r.stderr or "tokenizer" in r.stderr:
-            pytest.skip(f"squeeze cannot load {name} yet: {r.stderr.strip()}")
-        assert False, r.stderr
-    tokens = np.load(dump / "tokens.npy").astype(np.int64).reshape(-1)
-    ours = np.load(dump / "logits.npy").astype(np.float64)
+    run("generate", "-m", str(path), "-p", LONG_PROMPT, "-n", "1", "--temp", "0", "--batch", str(batch),
+        "--kv", "f16", "--dump", str(dump))
+    L = lambda s: np.load(dump / f"{s}.npy").astype(np.float64)
+    tokens = L("tokens").astype(np.int64).reshape(-1)
+    n = len(tokens)
+    assert n > 512, "the prompt must pass Gemma 3's 512-token window so its local rings wrap"
     m = Model(str(path))
     assert m.arch == arch
-    ref = forward(m, tokens)
-    # quantized weights are exact on both sides; we also round activations to 8 bits per
-    # block for the dot kernels (see the quantized test above), which this float
-    # reference does not: measured 5.8% (SmolLM2, 30 layers) and 6.5% (Gemma 3, 18
-    # layers) of each position's range, against O(100%) for a wrong option. A reference
-    # that rounds activations as the kernels do is what the 1e-3 target needs.
+    # 1. Each layer's V projection from squeeze's own input (the dump): the emulated
+    # activation rounding reproduces the 8-bit dot kernels to f32 accuracy (measured
+    # ~1.5e-7), where the float product is off by ~1e-2 — the emulation is exact.
+    rows = dot_path_rows(n, batch)
+    for il in range(m.a("block_count")):
+        p = f"blk.{il}."
+        ours_v = L(p + "attn_v")
+        ref_v = linear(m, L(p + "attn_norm"), p + "attn_v.weight", rows)
+        assert relative_error(ours_v, ref_v) < 1e-5, il
+    # 2. End to end, on positions spread over the prompt (inside and past the window).
+    positions = np.r_[[100, 300, 511, 512], np.arange(n - 8, n)]
+    ours = L("logits")[positions]
+    ref = forward(m, tokens, positions, batch=batch, kv="f16")
+    # Not 1e-3, and no emulation can make it so: an activation whose f32 value lies
+    # within f32 rounding of a code boundary x·127/amax = k + 1/2 takes a different code
+    # in numpy (float64 arithmetic up to the rounding) than in squeeze. Measured on
+    # SmolLM2 layer 0: the f32-vs-f64 RMSNorm differs by 1e-7 of the range, which flips
+    # 128 of 357120 codes (110 of 620 rows); those rows' V differ by up to 5.4e-3 of
+    # their range, the others by 2.4e-7. Each flip perturbs the next layers' inputs far
+    # beyond 1e-7, so codes then differ at random and the two passes carry independent
+    # rounding noise: per layer (trace= vs the dump) attn_q 2e-3 at layer 0, 1-5e-2 from
+    # layer 2 on, and logits 1.5-4.9% of each position's range (the float reference:
+    # 1.3-3.3%). A wrong option, layout or window moves logits by O(100%).
     assert worst_position_error(ours, ref) < 0.1
-    assert (ours.argmax(-1) == ref.argmax(-1)).mean() >= 0.9
+    assert (ours.argmax(-1) == ref.argmax(-1)).mean() >= 0.75
