@@ -22,8 +22,9 @@ arithmetic): every product in float64 on the exactly dequantized weights. Emulat
   * K and V stored in an f16 cache (round to nearest even), with --kv f16.
 Attention scores, softmax and the weighted sum are f32 in squeeze (no f16), the output
 head quantizes its input like any product, and nothing else is rounded on purpose.
-Emulation is exact per product (see the real-model test), but it cannot pin a whole
-quantized forward pass to 1e-3: see the comment there."""
+Emulation is exact per product (see the real-model tests), but it cannot pin a whole
+pass through the 8-bit path to 1e-3 (see the comment there); the real models are pinned
+end to end to 1e-3 through the f32 path (prefill chunks of 64)."""
 import os
 import pathlib
 import subprocess
@@ -374,47 +375,66 @@ Tobias read the letter three times, folded it carefully, and put it in the drawe
 The engineer arrived in June, a young woman named Priya Castellanos who had studied electrical systems at a technical college in the capital. She carried a laptop, a toolbox, and a thermos of strong coffee, and she asked more questions than anyone had asked Tobias in years. How often did the fog come in? Which way did the storms usually arrive? Had the lens ever cracked? What did he do when the power failed? He answered slowly at first, and then with growing pleasure, because nobody had ever wanted to know these things before."""
 
 
-# Real files (scripts/get-models), prefilled in chunks of 8 (the 8-bit dot path, every
-# layer), with the default f16 KV cache; the numpy side emulates both.
-@pytest.mark.parametrize("name,arch", [("SmolLM2-135M-Instruct.Q4_1.gguf", "llama"),
-                                       ("gemma-3-270m-q4_k_m.gguf", "gemma3")])
-def test_real_model_matches_numpy(tmp_path, name, arch):
+# Real files (scripts/get-models). Two runs per model:
+#   - prefilled in chunks of 64 (the f32 product path, every chunk of 16 rows or more)
+#     with the default f16 KV cache: end to end against the float forward with f16 K/V
+#     rounding emulated, to 1e-3 of each position's range (measured: 3.0e-4 SmolLM2,
+#     2.2e-4 Gemma 3; with an f32 cache 1.7e-6 / 1.1e-6 against the exact float forward);
+#   - prefilled in chunks of 8 (the 8-bit dot path, every layer): each layer's V
+#     projection from squeeze's own input, with the activation rounding emulated.
+def real_model(name, arch):
     path = models_dir() / name
     if not path.exists():
         pytest.skip(f"{path} not present (scripts/get-models fetches it; SQUEEZE_MODELS points elsewhere)")
+    m = Model(str(path))
+    assert m.arch == arch
+    return path, m
+
+
+REAL_MODELS = [("SmolLM2-135M-Instruct.Q4_1.gguf", "llama"), ("gemma-3-270m-q4_k_m.gguf", "gemma3")]
+
+
+@pytest.mark.parametrize("name,arch", REAL_MODELS)
+def test_real_model_matches_numpy(tmp_path, name, arch):
+    path, m = real_model(name, arch)
     run("plan", str(path))
+    dump = tmp_path / "dump"
+    run("generate", "-m", str(path), "-p", LONG_PROMPT, "-n", "1", "--temp", "0", "--batch", "64", "--dump", str(dump))
+    tokens = np.load(dump / "tokens.npy").astype(np.int64).reshape(-1)
+    n = len(tokens)
+    assert n > 512, "the prompt must pass Gemma 3's 512-token window so its local rings wrap"
+    # positions spread over the prompt: inside and past the window
+    positions = np.r_[[100, 300, 511, 512], np.arange(n - 8, n)]
+    ours = np.load(dump / "logits.npy", mmap_mode="r")[positions].astype(np.float64)
+    ref = forward(m, tokens, positions, batch=64, kv="f16")
+    assert worst_position_error(ours, ref) < 1e-3
+    assert (ours.argmax(-1) == ref.argmax(-1)).all()
+
+
+@pytest.mark.parametrize("name,arch", REAL_MODELS)
+def test_real_model_8bit_dot_path_matches_numpy_emulation(tmp_path, name, arch):
+    path, m = real_model(name, arch)
     batch = 8
     dump = tmp_path / "dump"
     run("generate", "-m", str(path), "-p", LONG_PROMPT, "-n", "1", "--temp", "0", "--batch", str(batch),
         "--kv", "f16", "--dump", str(dump))
     L = lambda s: np.load(dump / f"{s}.npy").astype(np.float64)
-    tokens = L("tokens").astype(np.int64).reshape(-1)
-    n = len(tokens)
-    assert n > 512, "the prompt must pass Gemma 3's 512-token window so its local rings wrap"
-    m = Model(str(path))
-    assert m.arch == arch
-    # 1. Each layer's V projection from squeeze's own input (the dump): the emulated
-    # activation rounding reproduces the 8-bit dot kernels to f32 accuracy (measured
-    # ~1.5e-7), where the float product is off by ~1e-2 — the emulation is exact.
+    n = len(L("tokens").reshape(-1))
+    # The emulated activation rounding reproduces the 8-bit dot kernels to f32 accuracy
+    # (measured ~1.5e-7), where the float product is off by ~1e-2.
+    #
+    # End to end the 8-bit path cannot be held to 1e-3 against any reference: an
+    # activation whose f32 value lies within f32 rounding of a code boundary
+    # x·127/amax = k + 1/2 takes a different code in numpy (float64 up to the rounding)
+    # than in squeeze. Measured on SmolLM2 layer 0: the f32-vs-f64 RMSNorm differs by
+    # 1e-7 of the range, which flips 128 of 357120 codes; those rows' V differ by up to
+    # 5.4e-3 of their range. Each flip perturbs later layers far beyond 1e-7, so the two
+    # passes then carry independent rounding noise: logits 1.5-4.9% of each position's
+    # range apart (and 1.3-3.3% from the float forward). llama.cpp quantizes activations
+    # the same way at every batch size; docs/real-models.md measures what that costs.
     rows = dot_path_rows(n, batch)
     for il in range(m.a("block_count")):
         p = f"blk.{il}."
         ours_v = L(p + "attn_v")
         ref_v = linear(m, L(p + "attn_norm"), p + "attn_v.weight", rows)
         assert relative_error(ours_v, ref_v) < 1e-5, il
-    # 2. End to end, on positions spread over the prompt (inside and past the window).
-    positions = np.r_[[100, 300, 511, 512], np.arange(n - 8, n)]
-    ours = L("logits")[positions]
-    ref = forward(m, tokens, positions, batch=batch, kv="f16")
-    # Not 1e-3, and no emulation can make it so: an activation whose f32 value lies
-    # within f32 rounding of a code boundary x·127/amax = k + 1/2 takes a different code
-    # in numpy (float64 arithmetic up to the rounding) than in squeeze. Measured on
-    # SmolLM2 layer 0: the f32-vs-f64 RMSNorm differs by 1e-7 of the range, which flips
-    # 128 of 357120 codes (110 of 620 rows); those rows' V differ by up to 5.4e-3 of
-    # their range, the others by 2.4e-7. Each flip perturbs the next layers' inputs far
-    # beyond 1e-7, so codes then differ at random and the two passes carry independent
-    # rounding noise: per layer (trace= vs the dump) attn_q 2e-3 at layer 0, 1-5e-2 from
-    # layer 2 on, and logits 1.5-4.9% of each position's range (the float reference:
-    # 1.3-3.3%). A wrong option, layout or window moves logits by O(100%).
-    assert worst_position_error(ours, ref) < 0.1
-    assert (ours.argmax(-1) == ref.argmax(-1)).mean() >= 0.75
