@@ -245,7 +245,7 @@ def _write(tmp_path, source):
 
 
 def _models():
-    roots = [os.environ.get("SQUEEZE_MODELS", ""), os.path.join(ROOT, "build", "models"), "/work/main/build/models"]
+    roots = [os.environ.get("SQUEEZE_MODELS", ""), os.path.join(ROOT, "build", "models")]
     seen = {}
     for root in roots:
         for p in sorted(glob.glob(os.path.join(root, "*.gguf"))) if root else []:
