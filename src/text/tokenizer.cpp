@@ -324,6 +324,8 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
     encode_spm(text, after_special, out);
     return;
   }
+  std::string repaired;  // invalid UTF-8 is tokenized as llama.cpp reads it (unicode.h)
+  if (lenient_utf8(text, repaired)) text = repaired;
   for (const Piece& p : pre_tokenize(text, pre_)) encode_piece(text.substr(p.offset, p.length), out);
 }
 

@@ -47,6 +47,49 @@ std::vector<CodeUnit> decode_utf8(std::string_view s) {
   return out;
 }
 
+bool lenient_utf8(std::string_view text, std::string& out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  // Lenient decode of the unit at pos: {code point or U+FFFD, bytes consumed}.
+  auto unit = [&](size_t pos) -> std::pair<uint32_t, size_t> {
+    const unsigned char b0 = p[pos];
+    if (b0 < 0x80) return {b0, 1};
+    size_t len;
+    uint32_t cp;
+    if ((b0 & 0xE0) == 0xC0) len = 2, cp = b0 & 0x1F;
+    else if ((b0 & 0xF0) == 0xE0) len = 3, cp = b0 & 0x0F;
+    else if ((b0 & 0xF8) == 0xF0) len = 4, cp = b0 & 0x07;
+    else return {0xFFFD, 1};  // a continuation byte or 0xF8..0xFF
+    if (pos + len > n) return {0xFFFD, 1};
+    for (size_t i = 1; i < len; ++i) {
+      if ((p[pos + i] & 0xC0) != 0x80) return {0xFFFD, 1};
+      cp = (cp << 6) | (p[pos + i] & 0x3F);
+    }
+    return {cp > 0x10FFFF ? 0xFFFD : cp, len};
+  };
+  bool changed = false;
+  for (size_t pos = 0; pos < n && !changed;) {
+    const CodeUnit u = decode_utf8_at(text, pos);
+    changed = u.cp == kInvalidCodePoint;
+    pos += u.length;
+  }
+  if (!changed) return false;
+  out.clear();
+  out.reserve(n + n / 2);
+  for (size_t pos = 0; pos < n;) {
+    const auto [cp, len] = unit(pos);
+    if (cp >= 0xD800 && cp <= 0xDFFF) {  // encoded as the three bytes it came from
+      out.push_back(char(0xE0 | (cp >> 12)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else {
+      append_utf8(out, cp);
+    }
+    pos += len;
+  }
+  return true;
+}
+
 void append_utf8(std::string& out, uint32_t cp) {
   SQZ_CHECK(cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF), "not a Unicode scalar value: ", cp);
   if (cp < 0x80) {

@@ -34,6 +34,14 @@ std::vector<CodeUnit> decode_utf8(std::string_view s);
 // Appends the UTF-8 encoding of cp (must be a valid scalar value).
 void append_utf8(std::string& out, uint32_t cp);
 
+// The text as byte-level BPE tokenizers of the ecosystem read it (llama.cpp decodes
+// leniently, then re-encodes each code point): a lead byte followed by the continuation
+// bytes it announces is one code point — overlong forms decode to their value and come
+// back in shortest form, surrogates stay as they are — and every other byte becomes
+// U+FFFD. Returns false, leaving `out` alone, when nothing would change (the common
+// case: well-formed UTF-8).
+bool lenient_utf8(std::string_view text, std::string& out);
+
 // Unicode general categories (the UCD's two-letter values), as utf8proc numbers them.
 enum class Category : uint8_t {
   Cn, Lu, Ll, Lt, Lm, Lo, Mn, Mc, Me, Nd, Nl, No, Pc, Pd, Ps, Pe, Pi, Pf, Po,

@@ -58,12 +58,6 @@ def test_ids_match_llama_cpp(fixture):
             want = data["cases"][name]["ids"]
             if got != want:
                 mismatches.append(f"{name}: squeeze {got[:40]} vs llama.cpp {want[:40]}")
-    # Known divergence, byte-level BPE on bytes that are not UTF-8: llama.cpp replaces each
-    # invalid byte with U+FFFD (and decodes overlong forms leniently); squeeze keeps the
-    # bytes (byte tokens, or <unk> where the vocabulary has none). SentencePiece matches.
-    known = [m for m in mismatches if m.startswith("invalid_utf8/")]
-    if known and len(known) == len(mismatches) and "SmolLM2" in data["model"]:
-        pytest.xfail(f"{len(known)} invalid-UTF-8 cases differ (llama.cpp substitutes U+FFFD):\n" + "\n".join(known))
     assert not mismatches, f"{len(mismatches)} of {len(data['cases'])} cases differ:\n" + "\n".join(mismatches)
 
 

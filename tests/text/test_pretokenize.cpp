@@ -42,6 +42,28 @@ TEST(Unicode, DecodeValidAndInvalid) {
   EXPECT_THROW(append_utf8(enc, 0xD800), squeeze::Error);
 }
 
+// llama.cpp's reading of invalid UTF-8 (the tokenizer fixtures hold its ids for these).
+TEST(Unicode, LenientUtf8AsByteLevelBpeReadsIt) {
+  std::string out = "untouched";
+  EXPECT_FALSE(lenient_utf8("a\xC3\xA9\xE6\x9D\xB1\xF0\x9F\x98\x80", out));
+  EXPECT_EQ(out, "untouched");
+  const std::string fffd = "\xEF\xBF\xBD";
+  const std::pair<std::string, std::string> cases[] = {
+      {"a\x80" "b", "a" + fffd + "b"},                     // stray continuation
+      {"\xFF\xFEx", fffd + fffd + "x"},                   // never UTF-8
+      {"h\xE2\x82", "h" + fffd + fffd},                   // truncated: each byte on its own
+      {"\xE6\x9Dz", fffd + fffd + "z"},                   // truncated mid-text
+      {"a\xC0\xAF" "b", "a/b"},                            // overlong '/': its value, shortest form
+      {"\xED\xA0\x80", "\xED\xA0\x80"},                 // a surrogate stays (its three bytes)
+      {"\xF7\xBF\xBF\xBF!", fffd + "!"},                 // past U+10FFFF
+      {"caf\xE9 ok", "caf" + fffd + " ok"},             // Latin-1
+  };
+  for (const auto& [in, want] : cases) {
+    ASSERT_TRUE(lenient_utf8(in, out)) << in;
+    EXPECT_EQ(out, want) << in;
+  }
+}
+
 TEST(Unicode, Classes) {
   EXPECT_TRUE(is_letter('a'));
   EXPECT_TRUE(is_letter(0xE9));     // é

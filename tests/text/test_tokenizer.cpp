@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
+#include "text/unicode.h"
 
 using namespace squeeze::text;
 
@@ -203,10 +204,12 @@ TEST(Tokenizer, ByteTypeTokens) {
     d.token_types.push_back(6);
   }
   Tokenizer t(d);
-  const std::string s2("\x00\xFFhi \n", 6);
+  const std::string s2("\x00\xC3\xA9hi \n", 7);
   const auto ids = enc(t, s2);
-  EXPECT_EQ(ids, (std::vector<int32_t>{0, 255, 'h', 'i', ' ', '\n'}));
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 0xC3, 0xA9, 'h', 'i', ' ', '\n'}));
   EXPECT_EQ(t.decode(ids), s2);
+  // A byte that is not UTF-8 is read as U+FFFD, as llama.cpp reads it.
+  EXPECT_EQ(enc(t, "a\xFF"), (std::vector<int32_t>{'a', 0xEF, 0xBF, 0xBD}));
 }
 
 TEST(Tokenizer, BadDataIsAnError) {
@@ -317,6 +320,13 @@ TEST(Tokenizer, RandomRoundTripAndNaiveReference) {
           break;
         default:
           s = random_utf8(gen, gen() % 32);
+      }
+      // Invalid UTF-8 is read as llama.cpp reads it (text/unicode.h): the same ids as
+      // its repaired text, which is what decoding gives back.
+      std::string repaired;
+      if (lenient_utf8(s, repaired)) {
+        ASSERT_EQ(enc(t, s), enc(t, repaired));
+        s = repaired;
       }
       const auto ids = enc(t, s);
       ASSERT_EQ(t.decode(ids), s);
