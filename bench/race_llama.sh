@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # bench/race_llama.sh — squeeze vs llama.cpp on the same GGUF files, back to back.
 #
-# usage: bench/race_llama.sh LLAMA_CPP_BUILD_BIN_DIR [repetitions]
+# usage: bench/race_llama.sh LLAMA_CPP_BUILD_BIN_DIR [repetitions [MODEL.gguf ...]]
 #   LLAMA_CPP_BUILD_BIN_DIR holds llama-bench (and llama-quantize) built OUTSIDE this
 #   repository from llama.cpp's own sources; without it the race is skipped, saying so.
-# Models: a 70.5M llama shape (512 wide, 12 layers,
+#   MODEL.gguf: race these files (e.g. the real models of scripts/get-models) instead of
+#   the default pair, results in build/race/results-real.csv.
+# Default models: a 70.5M llama shape (512 wide, 12 layers,
 # 8 heads / 4 KV, FFN 1536, vocabulary 32000) with random weights, as F32 and as Q4_K_M
 # (made by llama-quantize from the F32 file, so squeeze also reads llama.cpp's output).
 # Each engine runs pp512 and tg128 (and tg32 at depth 4096) with 2 threads; the engines
@@ -24,14 +26,21 @@ SQ="$ROOT/build/release/tools/squeeze"
 [ -x "$SQ" ] || { echo "race_llama: build squeeze first (scripts/test or scripts/demo)" >&2; exit 1; }
 OUT="$ROOT/build/race"
 mkdir -p "$OUT"
-F32="$OUT/llama70-f32.gguf"
-Q4="$OUT/llama70-q4_k_m.gguf"
-[ -f "$F32" ] || "$SQ" make-model --config llama-1b --arch llama --layers 12 --embd 512 --heads 8 --kv-heads 4 \
-  --head-dim 64 --ff 1536 --vocab 32000 --ctx 8192 --type F32 --seed 1 -o "$F32" >&2
-[ -f "$Q4" ] || "$LLAMA_BIN/llama-quantize" "$F32" "$Q4" Q4_K_M 2 >/dev/null 2>&1
-
-results="$OUT/results.csv"
-flags="$OUT/llama_flags.txt"
+if [ $# -gt 2 ]; then
+  MODELS=("${@:3}")
+  for m in "${MODELS[@]}"; do [ -f "$m" ] || { echo "race_llama: $m: no such file" >&2; exit 1; }; done
+  results="$OUT/results-real.csv"
+  flags="$OUT/llama_flags-real.txt"
+else
+  F32="$OUT/llama70-f32.gguf"
+  Q4="$OUT/llama70-q4_k_m.gguf"
+  [ -f "$F32" ] || "$SQ" make-model --config llama-1b --arch llama --layers 12 --embd 512 --heads 8 --kv-heads 4 \
+    --head-dim 64 --ff 1536 --vocab 32000 --ctx 8192 --type F32 --seed 1 -o "$F32" >&2
+  [ -f "$Q4" ] || "$LLAMA_BIN/llama-quantize" "$F32" "$Q4" Q4_K_M 2 >/dev/null 2>&1
+  MODELS=("$F32" "$Q4")
+  results="$OUT/results.csv"
+  flags="$OUT/llama_flags.txt"
+fi
 echo "engine,model,test,t_per_s" > "$results"
 : > "$flags"
 LLAMA_FLAGS=(-t 2 -r "$REPS" -fa 1 -ctk f16 -ctv f16)
@@ -60,7 +69,7 @@ for r in csv.DictReader(sys.stdin):
     print(f"squeeze,{sys.argv[1]},{test}{suffix},{ts:.3f}")' "$(basename "$1")"
 }
 for round in 1 2; do
-  for m in "$F32" "$Q4"; do
+  for m in "${MODELS[@]}"; do
     if [ "$round" = 1 ]; then order="llama squeeze"; else order="squeeze llama"; fi
     for e in $order; do
       "run_$e" "$m" -p 512 -n 128 >> "$results"
