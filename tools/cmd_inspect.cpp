@@ -1,14 +1,18 @@
 // tools/cmd_inspect.cpp — `squeeze inspect FILE.gguf`: header, metadata and tensor
-// table of a GGUF file (like gguf-dump), or the same as JSON with --json.
+// table of a GGUF file (like gguf-dump), or the same as JSON with --json; a
+// .safetensors file (a Hugging Face checkpoint shard) gets the same treatment.
 #include <cinttypes>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "args.h"
 #include "command.h"
 #include "core/error.h"
 #include "gguf/json.h"
 #include "gguf/reader.h"
+#include "safetensors/reader.h"
 
 namespace {
 
@@ -65,15 +69,60 @@ void print_text(const File& f, size_t max_items) {
               f.tensors().size(), params, bytes, human_bytes(bytes).c_str(), bpw);
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+void print_safetensors(const std::string& path, bool json) {
+  namespace st = squeeze::safetensors;
+  const st::File f(path);
+  if (json) {
+    nlohmann::ordered_json j;
+    j["format"] = "safetensors";
+    j["header_bytes"] = f.header_bytes();
+    j["metadata"] = f.metadata();
+    j["tensors"] = nlohmann::ordered_json::array();
+    for (const auto& t : f.tensors())
+      j["tensors"].push_back({{"name", t.name}, {"dtype", st::dtype_name(t.dtype)}, {"shape", t.shape},
+                              {"data_offsets", {t.begin, t.end}}});
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  std::printf("file: %s\nsafetensors, %zu tensors, header %" PRIu64 " bytes\n", path.c_str(), f.tensors().size(),
+              f.header_bytes());
+  for (const auto& [k, v] : f.metadata()) std::printf("  metadata: %s = %s\n", k.c_str(), v.c_str());
+  size_t name_w = 4;
+  for (const auto& t : f.tensors()) name_w = std::max(name_w, t.name.size());
+  std::printf("\ntensors:\n  %5s  %-*s  %-7s  %-26s %14s %14s\n", "idx", static_cast<int>(name_w), "name", "dtype",
+              "shape", "bytes", "offset");
+  uint64_t params = 0, bytes = 0;
+  size_t i = 0;
+  for (const auto& t : f.tensors()) {
+    std::printf("  %5zu  %-*s  %-7s  %-26s %14" PRIu64 " %14" PRIu64 "\n", i++, static_cast<int>(name_w), t.name.c_str(),
+                st::dtype_name(t.dtype), shape_text(t.shape).c_str(), t.end - t.begin, t.begin);
+    params += static_cast<uint64_t>(t.elements());
+    bytes += t.end - t.begin;
+  }
+  std::printf("\ntotals: %zu tensors, %" PRIu64 " parameters, %" PRIu64 " bytes (%s) of tensor data\n",
+              f.tensors().size(), params, bytes, human_bytes(bytes).c_str());
+}
+
 int run_inspect(int argc, char** argv) {
-  squeeze::cli::Args args("inspect", "inspect FILE.gguf [--json] [--items N]",
-                          "Validate a GGUF file and print its header, metadata and tensor table.");
+  squeeze::cli::Args args("inspect", "inspect FILE.gguf|FILE.safetensors [--json] [--items N]",
+                          "Validate a GGUF file and print its header, metadata and tensor table. A file named\n"
+                          "*.safetensors is read as a safetensors checkpoint shard (dtypes, shapes, offsets).");
   args.flag({"--json"}, "machine-readable output (full arrays)");
   args.int_option({"--items"}, "N", "array items shown per metadata value in text output", {0, int64_t{1} << 32}, "8");
   if (!args.parse(argc, argv)) return 0;
   const std::string& path = args.positional_at(0, "FILE.gguf");
   if (args.positional().size() > 1) squeeze::fail("unexpected extra argument '", args.positional()[1], "'");
   const int64_t items = args.get_int("--items");
+  if (path.size() > 12 && path.ends_with(".safetensors")) {
+    print_safetensors(path, args.has("--json"));
+    return 0;
+  }
 
   const File f(path);
   if (args.has("--json")) {
@@ -87,4 +136,4 @@ int run_inspect(int argc, char** argv) {
 
 }  // namespace
 
-SQZ_COMMAND("inspect", "header, metadata and tensor table of a GGUF file (--json for machines)", run_inspect);
+SQZ_COMMAND("inspect", "header, metadata and tensor table of a GGUF or safetensors file (--json for machines)", run_inspect);

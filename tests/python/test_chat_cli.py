@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from test_generate_cli import one_line_error
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SQ = os.environ.get("SQUEEZE_BIN", str(ROOT / "build/release/tools/squeeze"))
 MODELS = pathlib.Path(os.environ.get("SQUEEZE_MODELS", ROOT / "build/models"))
@@ -85,10 +87,12 @@ def test_pipe_turns_answer_and_reuse_the_cache(model):
     assert s[0][1] == 0 and s[0][2] == s[0][0]
     # Later turns re-render the whole conversation but run only what is new: the
     # previous prompt's tokens at least (everything before the first answer) are reused.
+    # This random model's answers are byte soup, which re-tokenizes differently (invalid
+    # UTF-8 reads as U+FFFD, as in llama.cpp), so reuse into an answer is checked on real
+    # text in test_smollm_chatml_turns.
     for prev, cur in zip(s, s[1:]):
         assert cur[0] > prev[0]
         assert cur[1] >= prev[0], r.stderr
-        assert cur[2] < cur[0] - prev[0]
     assert "> " not in r.stdout and "> " not in r.stderr  # no prompts when stdin is a pipe
     assert r.stdout.count("\n") >= 3
 
@@ -146,12 +150,6 @@ def test_context_full_drops_the_oldest_turns(model):
     assert len(stats(r.stderr)) == 1
 
 
-def one_line_error(r, *needles):
-    assert r.returncode != 0
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def test_no_template_is_a_one_line_error(plain_model):
