@@ -1,8 +1,11 @@
 // tools/cmd_inspect.cpp — `squeeze inspect FILE.gguf`: header, metadata and tensor
 // table of a GGUF file (like gguf-dump), or the same as JSON with --json; a
-// .safetensors file (a Hugging Face checkpoint shard) gets the same treatment.
+// .safetensors file (a Hugging Face checkpoint shard) or a whole checkpoint folder gets
+// the same treatment.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "core/error.h"
 #include "gguf/json.h"
 #include "gguf/reader.h"
+#include "safetensors/checkpoint.h"
 #include "safetensors/reader.h"
 
 namespace {
@@ -109,16 +113,58 @@ void print_safetensors(const std::string& path, bool json) {
               f.tensors().size(), params, bytes, human_bytes(bytes).c_str());
 }
 
+void print_checkpoint(const std::string& dir, bool json) {
+  namespace st = squeeze::safetensors;
+  const st::Checkpoint c(dir);
+  const auto all = c.tensors();
+  if (json) {
+    nlohmann::ordered_json j;
+    j["format"] = "huggingface-checkpoint";
+    j["config"] = c.config();
+    j["shards"] = nlohmann::ordered_json::array();
+    for (const auto& s : c.shards()) j["shards"].push_back(std::filesystem::path(s->path()).filename().string());
+    j["tensors"] = nlohmann::ordered_json::array();
+    for (const auto& e : all)
+      j["tensors"].push_back({{"name", e.tensor->name}, {"dtype", st::dtype_name(e.tensor->dtype)},
+                              {"shape", e.tensor->shape},
+                              {"shard", std::filesystem::path(e.shard->path()).filename().string()}});
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  const auto& cfg = c.config();
+  std::printf("checkpoint: %s\nmodel_type %s, %zu shards, %zu tensors\n", dir.c_str(),
+              cfg.contains("model_type") ? cfg["model_type"].dump().c_str() : "(none)", c.shards().size(), all.size());
+  size_t name_w = 4;
+  for (const auto& e : all) name_w = std::max(name_w, e.tensor->name.size());
+  std::printf("\ntensors:\n  %-*s  %-7s  %-26s %s\n", static_cast<int>(name_w), "name", "dtype", "shape", "shard");
+  uint64_t params = 0, bytes = 0;
+  for (const auto& e : all) {
+    std::printf("  %-*s  %-7s  %-26s %s\n", static_cast<int>(name_w), e.tensor->name.c_str(),
+                st::dtype_name(e.tensor->dtype), shape_text(e.tensor->shape).c_str(),
+                std::filesystem::path(e.shard->path()).filename().c_str());
+    params += static_cast<uint64_t>(e.tensor->elements());
+    bytes += e.tensor->data.size();
+  }
+  std::printf("\ntotals: %zu tensors, %" PRIu64 " parameters, %" PRIu64 " bytes (%s) of tensor data\n", all.size(),
+              params, bytes, human_bytes(bytes).c_str());
+}
+
 int run_inspect(int argc, char** argv) {
-  squeeze::cli::Args args("inspect", "inspect FILE.gguf|FILE.safetensors [--json] [--items N]",
+  squeeze::cli::Args args("inspect", "inspect FILE.gguf|FILE.safetensors|HF_DIR [--json] [--items N]",
                           "Validate a GGUF file and print its header, metadata and tensor table. A file named\n"
-                          "*.safetensors is read as a safetensors checkpoint shard (dtypes, shapes, offsets).");
+                          "*.safetensors is read as a safetensors checkpoint shard (dtypes, shapes, offsets), a\n"
+                          "folder as a Hugging Face checkpoint (config.json, shards through the index).");
   args.flag({"--json"}, "machine-readable output (full arrays)");
   args.int_option({"--items"}, "N", "array items shown per metadata value in text output", {0, int64_t{1} << 32}, "8");
   if (!args.parse(argc, argv)) return 0;
   const std::string& path = args.positional_at(0, "FILE.gguf");
   if (args.positional().size() > 1) squeeze::fail("unexpected extra argument '", args.positional()[1], "'");
   const int64_t items = args.get_int("--items");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    print_checkpoint(path, args.has("--json"));
+    return 0;
+  }
   if (path.size() > 12 && path.ends_with(".safetensors")) {
     print_safetensors(path, args.has("--json"));
     return 0;

@@ -92,3 +92,26 @@ def test_malformed_files_fail_with_one_line(tmp_path, case, needle):
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "bad.safetensors" in lines[0], r.stderr
+
+
+def test_inspect_a_sharded_checkpoint_folder(tmp_path):
+    rng = np.random.default_rng(5)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 8}))
+    a = {"model.embed_tokens.weight": ("F32", rng.standard_normal((4, 8)).astype(np.float32)),
+         "model.norm.weight": ("F32", np.ones(8, dtype=np.float32))}
+    b = {"lm_head.weight": ("F16", rng.standard_normal((4, 8)).astype(np.float16))}
+    write_safetensors(tmp_path / "model-00001-of-00002.safetensors", a)
+    write_safetensors(tmp_path / "model-00002-of-00002.safetensors", b)
+    weight_map = {**{k: "model-00001-of-00002.safetensors" for k in a}, **{k: "model-00002-of-00002.safetensors" for k in b}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    j = inspect_json(tmp_path)
+    assert j["config"]["model_type"] == "llama"
+    assert j["shards"] == ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    got = {t["name"]: (t["dtype"], t["shape"], t["shard"]) for t in j["tensors"]}
+    assert got == {k: (v[0], list(v[1].shape), weight_map[k]) for k, v in {**a, **b}.items()}
+    # The index naming a shard that does not hold the tensor: one line, exit 1.
+    weight_map["lm_head.weight"] = "model-00001-of-00002.safetensors"
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    r = subprocess.run([SQ, "inspect", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert "lists 'lm_head.weight' in model-00001-of-00002.safetensors" in r.stderr

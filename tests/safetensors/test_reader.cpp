@@ -14,19 +14,13 @@
 #include "common/thrown_message.h"
 #include "core/error.h"
 #include "safetensors/reader.h"
+#include "st_test_util.h"
 
 namespace squeeze::safetensors {
 namespace {
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("squeeze_st_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-std::string file_bytes(const std::string& header, const std::string& data, uint64_t declared = UINT64_MAX) {
-  const uint64_t n = declared == UINT64_MAX ? header.size() : declared;
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[size_t(i)] = char((n >> (8 * i)) & 0xFF);
-  return out + header + data;
 }
 
 // Writes `bytes` and returns the reader's error ("(no error)" when it loads).
