@@ -13,12 +13,12 @@
 
 #include "args.h"
 #include "command.h"
+#include "numbers_json.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "eval/choice_tasks.h"
 #include "eval/log_probs.h"
 #include "eval/sampled_kl.h"
-#include "gguf/atomic_file.h"
 #include "model/model.h"
 #include "model/session.h"
 
@@ -166,15 +166,7 @@ int run_eval(int argc, char** argv) {
     json.insert(json.end(), {{"sampled_reverse_kl", r.reverse_kl}, {"sampled_base_perplexity", std::exp(r.reference_nll)},
                              {"sampled_model_perplexity", std::exp(r.model_nll)}});
   }
-  if (args.has("--json")) {
-    std::string out = "{";
-    for (size_t i = 0; i < json.size(); ++i) {
-      char num[64];
-      std::snprintf(num, sizeof num, "%.9g", json[i].second);
-      out += std::string(i ? ", " : "") + '"' + json[i].first + "\": " + num;
-    }
-    squeeze::gguf::write_file_atomically(args.get("--json"), out + "}\n");
-  }
+  if (args.has("--json")) squeeze::cli::write_numbers_json(args.get("--json"), json);
   return 0;
 }
 

@@ -1,14 +1,13 @@
 // tools/cmd_make_model.cpp — `squeeze make-model`: a random-weight GGUF model of any
 // built-in config (tests, benchmarks, races against other engines).
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "args.h"
 #include "chat/template.h"
 #include "command.h"
 #include "config_options.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "gguf/file_identity.h"
 #include "gguf/ggml_type.h"
 #include "model/config.h"
@@ -34,9 +33,7 @@ int run_make_model(int argc, char** argv) {
   std::string chat_template;
   if (args.has("--chat-template")) {
     const std::string t = args.get("--chat-template");
-    std::ifstream in(t, std::ios::binary);
-    SQZ_CHECK(in, t, ": cannot open");
-    chat_template.assign(std::istreambuf_iterator<char>(in), {});
+    chat_template = squeeze::read_whole_file(t);
     SQZ_CHECK(!chat_template.empty(), t, ": the chat template is empty");
     squeeze::chat::TemplateOptions options;
     options.name = t;

@@ -3,19 +3,18 @@
 // and, against such a file, llama-perplexity's KL-divergence statistics.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "command.h"
+#include "numbers_json.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "eval/logits_file.h"
 #include "eval/perplexity.h"
-#include "gguf/atomic_file.h"
 #include "gguf/file_identity.h"
 #include "model/model.h"
 #include "model/session.h"
@@ -24,22 +23,6 @@ namespace {
 
 using squeeze::fail;
 namespace eval = squeeze::eval;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string json_object(const std::vector<std::pair<std::string, double>>& values) {
-  std::string out = "{";
-  for (size_t i = 0; i < values.size(); ++i) {
-    char num[64];
-    std::snprintf(num, sizeof num, "%.9g", values[i].second);
-    out += std::string(i ? ", " : "") + '"' + values[i].first + "\": " + num;
-  }
-  return out + "}\n";
-}
 
 int run_perplexity(int argc, char** argv) {
   squeeze::cli::Args args(
@@ -92,7 +75,7 @@ int run_perplexity(int argc, char** argv) {
   } else {
     // llama-perplexity tokenizes with add_special (BOS when the vocabulary adds one) and
     // without parse_special: special-token texts in the file are plain text.
-    tokens = tok.encode(read_text(args.get("--file")), {.add_special = false, .parse_special = false});
+    tokens = tok.encode(squeeze::read_whole_file(args.get("--file")), {.add_special = false, .parse_special = false});
     if (tok.adds_bos()) tokens.insert(tokens.begin(), tok.bos_id());
   }
   if (n_ctx - 1 > model->config().n_ctx)
@@ -164,7 +147,7 @@ int run_perplexity(int argc, char** argv) {
     std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", nll.ppl(), nll.ppl_error());
     json.insert(json.end(), {{"ppl", nll.ppl()}, {"ppl_error", nll.ppl_error()}});
   }
-  if (args.has("--json")) squeeze::gguf::write_file_atomically(args.get("--json"), json_object(json));
+  if (args.has("--json")) squeeze::cli::write_numbers_json(args.get("--json"), json);
   return 0;
 }
 

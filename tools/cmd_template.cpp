@@ -3,14 +3,13 @@
 // apply_chat_template(..., tokenize=False) would. The rendering is written to stdout
 // byte for byte, with no newline added.
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "args.h"
 #include "chat/template.h"
 #include "command.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "gguf/reader.h"
 
 namespace {
@@ -18,15 +17,9 @@ namespace {
 using squeeze::fail;
 using squeeze::chat::Json;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 Json read_json(const std::string& path) {
   try {
-    return Json::parse(read_file(path));
+    return Json::parse(squeeze::read_whole_file(path));
   } catch (const Json::exception& e) {
     fail(path, ": ", e.what());
   }
@@ -76,7 +69,7 @@ int run_template(int argc, char** argv) {
     eos = special_token(f, "tokenizer.ggml.eos_token_id");
     name = f.path() + ": tokenizer.chat_template";
   } else {
-    source = read_file(args.get("--template-file"));
+    source = squeeze::read_whole_file(args.get("--template-file"));
     name = args.get("--template-file");
   }
   if (args.has("--print-template")) {

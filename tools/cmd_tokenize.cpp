@@ -2,9 +2,7 @@
 // with the vocabulary of a GGUF model (-m: only its tokenizer.ggml.* metadata is read,
 // so any architecture works) or of a JSON file (tests, experiments).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -13,6 +11,7 @@
 #include "args.h"
 #include "command.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "gguf/reader.h"
 #include "model/gguf_config.h"
 #include "text/tokenizer.h"
@@ -23,18 +22,13 @@ using squeeze::fail;
 using squeeze::text::Tokenizer;
 using squeeze::text::TokenizerData;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // {"tokens": [...], "merges": [...], "token_types": [...], "pre": "...", "bos_id": n,
 //  "eos_id": n, "pad_id": n, "unk_id": n, "add_bos": b, "add_eos": b, "ignore_merges": b}
 TokenizerData load_vocab_json(const std::string& path) {
   TokenizerData d;
+  const std::string text = squeeze::read_whole_file(path);  // its errors name the path already
   try {
-    const auto j = nlohmann::json::parse(read_file(path));
+    const auto j = nlohmann::json::parse(text);
     if (!j.is_object()) fail("not a JSON object");
     if (!j.contains("tokens")) fail("missing key 'tokens'");
     d.tokens = j.at("tokens").get<std::vector<std::string>>();
@@ -151,7 +145,7 @@ int run_tokenize(int argc, char** argv) {
     return 0;
   }
   if (args.has("-p") == args.has("-f")) fail("tokenize: give exactly one of -p TEXT, -f FILE or --batch");
-  const std::string input = args.has("-p") ? args.get("-p") : read_file(args.get("-f"));
+  const std::string input = args.has("-p") ? args.get("-p") : squeeze::read_whole_file(args.get("-f"));
   if (decode) {
     const std::string out = tok.decode(parse_ids(input), dopt);
     std::fwrite(out.data(), 1, out.size(), stdout);

@@ -70,4 +70,9 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
+std::string read_whole_file(const std::string& path) {
+  const MappedFile f(path);
+  return std::string(reinterpret_cast<const char*>(f.data()), f.size());
+}
+
 }  // namespace squeeze

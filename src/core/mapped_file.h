@@ -32,4 +32,8 @@ class MappedFile {
   std::string path_;
 };
 
+// The whole file as a string (text inputs: prompts, templates, configs), read through the
+// mapping so it gets the same one-line errors: missing, a directory, a FIFO, unreadable.
+std::string read_whole_file(const std::string& path);
+
 }  // namespace squeeze

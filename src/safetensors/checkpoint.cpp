@@ -3,10 +3,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace squeeze::safetensors {
 
@@ -15,10 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 nlohmann::json read_json_object(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path.string(), ": cannot open");
-  const std::string text(std::istreambuf_iterator<char>(in), {});
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = nlohmann::json::parse(read_whole_file(path.string()), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) fail(path.string(), ": not valid JSON");
   if (!j.is_object()) fail(path.string(), ": not a JSON object");
   return j;
