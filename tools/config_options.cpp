@@ -42,9 +42,10 @@ model::ModelConfig config_from_args(const Args& args) {
   override_int("--layers", c.n_layer);
   const std::string arch = args.has("--arch") ? args.get("--arch") : c.arch;
   SQZ_CHECK(model::is_supported_arch(arch), "--arch must be one of ", model::supported_archs(), " (got '", arch, "')");
-  // After the shape overrides: gemma3's embedding and score scales depend on the shape.
-  if (args.has("--arch") || arch == "gemma3") model::set_arch_defaults(c, arch);
-  if (args.has("--layers") || args.has("--arch"))
+  // After the shape overrides: gemma3's embedding and score scales and muse-glimmer's
+  // logit scale and pattern depend on the shape.
+  if (args.has("--arch") || arch == "gemma3" || arch == "muse-glimmer") model::set_arch_defaults(c, arch);
+  if ((args.has("--layers") || args.has("--arch")) && c.arch != "muse-glimmer")
     c.is_local = model::period_pattern(c.n_layer, model::default_pattern_period(c.arch));
   if (c.arch == "llama" || c.sliding_window == 0) {
     c.sliding_window = 0;

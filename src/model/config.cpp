@@ -16,11 +16,13 @@ const char* norm_placement_name(NormPlacement p) {
 
 const char* ffn_activation_name(FfnActivation a) { return a == FfnActivation::silu ? "SwiGLU" : "GeGLU-tanh"; }
 
-bool is_supported_arch(std::string_view arch) { return arch == "glimmer" || arch == "llama" || arch == "gemma3"; }
-std::string supported_archs() { return "glimmer, llama, gemma3"; }
+bool is_supported_arch(std::string_view arch) {
+  return arch == "glimmer" || arch == "llama" || arch == "gemma3" || arch == "muse-glimmer";
+}
+std::string supported_archs() { return "glimmer, llama, gemma3, muse-glimmer"; }
 
 int64_t default_pattern_period(std::string_view arch) {
-  if (arch == "glimmer") return 4;
+  if (arch == "glimmer" || arch == "muse-glimmer") return 4;
   if (arch == "gemma3") return 6;
   return 0;
 }
@@ -35,6 +37,24 @@ void set_arch_defaults(ModelConfig& c, std::string_view arch) {
   c.attn_scale = 0.0f;
   c.final_logit_softcap = 0.0f;
   c.rope_type = RopeType::normal;
+  c.embd_norm = false;
+  c.attn_gate = false;
+  c.post_norm_eps = 0.0f;
+  c.nope_global = false;
+  c.logit_scale = 1.0f;
+  if (arch == "muse-glimmer") {
+    c.norm_placement = NormPlacement::both;
+    c.qk_norm = true;
+    c.embd_norm = true;
+    c.attn_gate = true;
+    c.post_norm_eps = 1e-8f;  // fixed in the reference and in llama.cpp's graph, not a config field
+    c.nope_global = true;
+    c.tied_output = false;
+    c.final_logit_softcap = 20.0f;
+    c.logit_scale = c.n_embd > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.n_embd) / 256.0)) : 1.0f;
+    c.is_local = period_pattern_from_last(c.n_layer, 4);
+    return;
+  }
   if (arch != "gemma3") return;
   c.norm_placement = NormPlacement::both;
   c.qk_norm = true;
@@ -58,7 +78,8 @@ float ModelConfig::effective_attn_scale() const {
 
 bool ModelConfig::has_llama_options() const {
   return norm_placement == NormPlacement::pre && !qk_norm && ffn_activation == FfnActivation::silu &&
-         embd_scale == 1.0f && attn_scale == 0.0f && final_logit_softcap == 0.0f;
+         embd_scale == 1.0f && attn_scale == 0.0f && final_logit_softcap == 0.0f && !embd_norm && !attn_gate &&
+         !nope_global && logit_scale == 1.0f;
 }
 
 int64_t ModelConfig::n_local_layers() const { return std::count(is_local.begin(), is_local.end(), true); }
@@ -97,6 +118,9 @@ void ModelConfig::validate() const {
   SQZ_CHECK(std::isfinite(attn_scale) && attn_scale >= 0, who, ": attn_scale must be >= 0 (got ", attn_scale, ")");
   SQZ_CHECK(std::isfinite(final_logit_softcap) && final_logit_softcap >= 0, who,
             ": final_logit_softcap must be >= 0 (got ", final_logit_softcap, ")");
+  SQZ_CHECK(std::isfinite(post_norm_eps) && post_norm_eps >= 0, who, ": post_norm_eps must be >= 0 (got ",
+            post_norm_eps, ")");
+  SQZ_CHECK(std::isfinite(logit_scale) && logit_scale > 0, who, ": logit_scale must be positive (got ", logit_scale, ")");
 }
 
 std::vector<bool> period_pattern(int64_t n_layer, int64_t period) {
@@ -109,6 +133,15 @@ std::vector<bool> period_pattern(int64_t n_layer, int64_t period) {
 }
 
 std::vector<bool> all_global_pattern(int64_t n_layer) { return period_pattern(n_layer, 0); }
+
+std::vector<bool> period_pattern_from_last(int64_t n_layer, int64_t period) {
+  SQZ_CHECK(n_layer >= 0 && period >= 0, "layer pattern: n_layer ", n_layer, " and period ", period,
+            " must not be negative");
+  std::vector<bool> out(static_cast<size_t>(n_layer), false);
+  if (period <= 1) return out;
+  for (int64_t i = 0; i < n_layer; ++i) out[i] = (n_layer - 1 - i) % period != 0;
+  return out;
+}
 
 std::string describe_pattern(const std::vector<bool>& is_local) {
   const size_t n = is_local.size();
@@ -141,6 +174,7 @@ std::vector<TensorShape> weight_tensors(const ModelConfig& c) {
       t.push_back({b + "attn_q_norm.weight", c.head_dim, 1, i});
       t.push_back({b + "attn_k_norm.weight", c.head_dim, 1, i});
     }
+    if (c.attn_gate) t.push_back({b + "attn_gate.weight", c.n_embd, c.q_dim(), i});
     t.push_back({b + "attn_output.weight", c.q_dim(), c.n_embd, i});
     if (post) t.push_back({b + "post_attention_norm.weight", c.n_embd, 1, i});
     if (pre) t.push_back({b + "ffn_norm.weight", c.n_embd, 1, i});
@@ -158,7 +192,8 @@ ParamCount count_params(const ModelConfig& c) {
   ParamCount p;
   p.embedding = c.n_vocab * c.n_embd;
   p.output = c.tied_output ? 0 : c.n_vocab * c.n_embd;
-  p.attention_per_layer = c.n_embd * (c.q_dim() + 2 * c.kv_dim()) + c.q_dim() * c.n_embd;
+  p.attention_per_layer = c.n_embd * (c.q_dim() + 2 * c.kv_dim()) + c.q_dim() * c.n_embd +
+                          (c.attn_gate ? c.n_embd * c.q_dim() : 0);
   p.ffn_per_layer = 3 * c.n_embd * c.n_ff;
   const int64_t norms_per_layer = c.norm_placement == NormPlacement::both ? 4 : 2;
   p.norms = (norms_per_layer * c.n_layer + 1) * c.n_embd + (c.qk_norm ? 2 * c.n_layer * c.head_dim : 0);
@@ -189,7 +224,7 @@ ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n
 
 std::vector<std::string> builtin_config_names() {
   return {"glimmer-30b", "glimmer-1b", "glimmer-tiny", "llama-1b", "kjv-teacher", "glimmer-kjv",
-          "smollm2-135m", "gemma3-270m", "gemma3-tiny"};
+          "smollm2-135m", "gemma3-270m", "gemma3-tiny", "muse-glimmer-30b", "muse-glimmer-tiny"};
 }
 
 ModelConfig builtin_config(std::string_view name) {
@@ -263,6 +298,25 @@ ModelConfig builtin_config(std::string_view name) {
     }
     set_arch_defaults(c, "gemma3");
     c.rms_eps = 1e-6f;
+    return c;
+  }
+  if (name == "muse-glimmer-30b" || name == "muse-glimmer-tiny") {
+    // muse-glimmer-30b: the released text config (transformers' MuseGlimmerTextConfig
+    // defaults; SPEC.md §1). muse-glimmer-tiny: the same options at test size, a window of
+    // 8 so a prompt of a few dozen tokens wraps the local rings, globals at layers 1 and 5.
+    const bool tiny = name == "muse-glimmer-tiny";
+    ModelConfig c;
+    c.name = std::string(name);
+    if (tiny) {
+      c.n_layer = 6, c.n_embd = 64, c.n_head = 4, c.n_head_kv = 2, c.head_dim = 16;
+      c.n_ff = 128, c.n_vocab = 512, c.n_ctx = 512, c.sliding_window = 8;
+    } else {
+      c.n_layer = 52, c.n_embd = 6656, c.n_head = 32, c.n_head_kv = 2, c.head_dim = 128;
+      c.n_ff = 19968, c.n_vocab = 202048, c.n_ctx = 131072, c.sliding_window = 2048;
+    }
+    set_arch_defaults(c, "muse-glimmer");
+    c.rms_eps = 1e-5f;
+    c.rope_base_global = c.rope_base_local = tiny ? 10000.0f : 500000.0f;
     return c;
   }
   std::string known;

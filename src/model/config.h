@@ -1,13 +1,14 @@
 // model/config.h — the architecture of a model squeeze runs: shapes, RoPE, the
 // local/global layer pattern, and the per-architecture options of the one forward pass
 // (model/glimmer.cpp): norm placement, QK-norm, FFN activation, embedding and attention
-// scales, tied head, logit soft-cap. Validation, parameter counts, tensor shapes, and the
+// scales, embedding norm, attention output gate, NoPE global layers, tied head, logit
+// scale and soft-cap. Validation, parameter counts, tensor shapes, and the
 // built-in named configs (glimmer-30b is the published Glimmer-30B shape).
 //
-// An architecture is data: "llama", "glimmer" and "gemma3" differ only in these fields
-// (set_arch_defaults). The GGUF loader fills a ModelConfig from metadata (`llama.*`,
-// `glimmer.*`, `gemma3.*` keys) and checks each tensor against weight_tensors(); the
-// planner sizes memory from it.
+// An architecture is data: "llama", "glimmer", "gemma3" and "muse-glimmer" differ only in
+// these fields (set_arch_defaults). The GGUF loader fills a ModelConfig from metadata
+// (`llama.*`, `glimmer.*`, `gemma3.*`, `muse-glimmer.*` keys) and checks each tensor
+// against weight_tensors(); the planner sizes memory from it.
 #pragma once
 
 #include <cstdint>
@@ -36,11 +37,11 @@ const char* ffn_activation_name(FfnActivation a);
 
 // The architectures the forward pass implements (general.architecture values).
 bool is_supported_arch(std::string_view arch);
-std::string supported_archs();  // "glimmer, llama, gemma3"
+std::string supported_archs();  // "glimmer, llama, gemma3, muse-glimmer"
 
 struct ModelConfig {
   std::string name;              // for messages: "glimmer-30b", a file name, ...
-  std::string arch = "glimmer";  // "glimmer", "llama" or "gemma3"
+  std::string arch = "glimmer";  // "glimmer", "llama", "gemma3" or "muse-glimmer"
   int64_t n_layer = 0;
   int64_t n_embd = 0;            // hidden size
   int64_t n_head = 0;            // query heads
@@ -64,12 +65,20 @@ struct ModelConfig {
   float embd_scale = 1.0f;       // token embeddings are multiplied by this (Gemma: sqrt(n_embd))
   float attn_scale = 0.0f;       // attention score scale; 0 = 1/sqrt(head_dim)
   float final_logit_softcap = 0; // > 0: logits = cap · tanh(logits / cap) (Gemma 2); 0 = none
+  // Muse Glimmer's options (all off elsewhere):
+  bool embd_norm = false;        // token embeddings RMS-normalised (no weight) before layer 0
+  bool attn_gate = false;        // attn ⊙ sigmoid(attn_gate · attention pre-norm output) before attn_output
+  float post_norm_eps = 0;       // eps of the post-norms; 0 = rms_eps
+  bool nope_global = false;      // global layers apply no RoPE (local layers still do)
+  float logit_scale = 1.0f;      // logits × this, before the soft-cap
 
   int64_t n_local_layers() const;
   int64_t n_global_layers() const { return n_layer - n_local_layers(); }
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
   float effective_attn_scale() const;  // attn_scale, or 1/sqrt(head_dim) when 0
+  float effective_post_norm_eps() const { return post_norm_eps > 0 ? post_norm_eps : rms_eps; }
+  bool uses_rope(int64_t layer) const { return !nope_global || is_local[static_cast<size_t>(layer)]; }
 
   // Throws squeeze::Error naming the config and the first bad field.
   void validate() const;
@@ -83,17 +92,25 @@ struct ModelConfig {
 //   llama, glimmer: pre-norm, SwiGLU, RoPE normal, no QK-norm, unit embedding scale;
 //   gemma3: pre+post norms, QK-norm, GeGLU (tanh), RoPE NeoX, embeddings × sqrt(n_embd),
 //           scores × 1/sqrt(head_dim) (1/sqrt(n_embd/n_head) for the 62-layer 27B, as
-//           llama.cpp), tied head, local RoPE base 10000, global 1e6, pattern of 6.
+//           llama.cpp), tied head, local RoPE base 10000, global 1e6, pattern of 6;
+//   muse-glimmer: pre+post norms (post eps 1e-8), QK-norm (the Q scale lives in the q-norm
+//           weights), SwiGLU, RoPE normal on local layers only (NoPE global), embedding
+//           RMSNorm, sigmoid attention output gate, untied head, soft-cap 20, logit scale
+//           1/sqrt(n_embd/256), global layers every 4th counted back from the last.
 // Shapes, window and pattern are left to the caller except gemma3's pattern and bases.
 void set_arch_defaults(ModelConfig& c, std::string_view arch);
 // The local/global period an architecture uses when its file names none: glimmer 4
-// ([L L L G]), gemma3 6 (llama.cpp's hard-coded [L×5 G]), llama 0 (all global).
+// ([L L L G]), gemma3 6 (llama.cpp's hard-coded [L×5 G]), muse-glimmer 4 (llama.cpp's
+// fallback; its converter always writes the per-layer array), llama 0 (all global).
 int64_t default_pattern_period(std::string_view arch);
 
 // Layer patterns. period_pattern(n, p): layer i is local unless it is the last of its
 // period (i % p == p - 1), e.g. p = 4 gives [L L L G] repeated. p = 1 (or 0): all global.
 std::vector<bool> period_pattern(int64_t n_layer, int64_t period);
 std::vector<bool> all_global_pattern(int64_t n_layer);
+// Muse Glimmer's: layer i is global when (n_layer - 1 - i) % period == 0, so the last
+// layer is always global (52 layers, period 4: layers 3, 7, ..., 51).
+std::vector<bool> period_pattern_from_last(int64_t n_layer, int64_t period);
 // "LLLG LLLG ..." compressed as "[L L L G] x 13" when periodic; for messages.
 std::string describe_pattern(const std::vector<bool>& is_local);
 
@@ -121,7 +138,9 @@ ParamCount count_params(const ModelConfig& c);
 // Built-in configs: "glimmer-30b" (the published shape), "glimmer-1b", "glimmer-tiny" (tests:
 // window 16 < typical prompts, GQA 2), "llama-1b" (TinyLlama-1.1B's shape, all global),
 // "smollm2-135m" (SmolLM2-135M's llama shape), "gemma3-270m" (Gemma 3 270M's shape),
-// "gemma3-tiny" (tests: gemma3 options, 12 layers [L×5 G]×2, window 16, head_dim 32).
+// "gemma3-tiny" (tests: gemma3 options, 12 layers [L×5 G]×2, window 16, head_dim 32),
+// "muse-glimmer-30b" (the released Muse Glimmer 30B text model, SPEC.md §1),
+// "muse-glimmer-tiny" (tests: muse-glimmer options, 6 layers, window 8).
 ModelConfig builtin_config(std::string_view name);  // error listing the names if unknown
 std::vector<std::string> builtin_config_names();
 

@@ -47,6 +47,8 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   set_arch_defaults(c, a);
   c.rms_eps = m.get_f32_or(key(a, "attention.layer_norm_rms_epsilon"), 1e-5f);
   c.rope_base_global = m.get_f32_or(key(a, "rope.freq_base"), c.rope_base_global);
+  // muse-glimmer's local layers use the one base unless the file gives them their own (llama.cpp).
+  if (a == "muse-glimmer") c.rope_base_local = c.rope_base_global;
   c.rope_base_local = m.get_f32_or(key(a, "rope.freq_base_swa"), c.rope_base_local);
   if (auto rd = m.get_i64_opt(key(a, "rope.dimension_count")); rd && *rd != c.head_dim)
     m.fail_key(key(a, "rope.dimension_count"), "partial rotary dimensions are not supported");
@@ -57,18 +59,27 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   if (auto cap = m.get_f32_opt(key(a, "final_logit_softcapping"))) {
     if (!(*cap > 0) || !std::isfinite(*cap)) m.fail_key(key(a, "final_logit_softcapping"), "must be positive");
     c.final_logit_softcap = *cap;
+  } else if (a == "muse-glimmer") {
+    c.final_logit_softcap = 30.0f;  // llama.cpp's default when the key is absent (its converter always writes it)
+  }
+  if (a == "muse-glimmer") {  // required, as llama.cpp requires it
+    const float s = m.get_f32(key(a, "logit_scale"));
+    if (!(s > 0) || !std::isfinite(s)) m.fail_key(key(a, "logit_scale"), "must be positive");
+    c.logit_scale = s;
   }
   c.n_ctx = m.get_i64_or(key(a, "context_length"), 4096);
   const gguf::TensorInfo& embd = file.tensor("token_embd.weight");
   c.n_vocab = m.get_i64_or(key(a, "vocab_size"), embd.n_dims >= 2 ? embd.ne[1] : 0);
-  c.tied_output = file.find_tensor("output.weight") == nullptr;
+  // muse-glimmer's head is never tied: without output.weight the tensor check below names it.
+  c.tied_output = a != "muse-glimmer" && file.find_tensor("output.weight") == nullptr;
 
-  // Local layers: glimmer's window is optional (0: all global); gemma3 always has one,
-  // as llama.cpp requires the key. llama files never have local layers.
+  // Local layers: glimmer's window is optional (0: all global); gemma3 and muse-glimmer
+  // always have one, as llama.cpp requires the key. llama files never have local layers.
   const std::string window_key = key(a, "attention.sliding_window");
-  c.sliding_window = a == "gemma3" ? m.get_i64(window_key) : a == "glimmer" ? m.get_i64_or(window_key, 0) : 0;
+  const bool window_required = a == "gemma3" || a == "muse-glimmer";
+  c.sliding_window = window_required ? m.get_i64(window_key) : a == "glimmer" ? m.get_i64_or(window_key, 0) : 0;
   if (c.sliding_window < 0) m.fail_key(window_key, "is negative");
-  if (a == "gemma3" && c.sliding_window == 0) m.fail_key(window_key, "is 0 (gemma3 has sliding-window layers)");
+  if (window_required && c.sliding_window == 0) m.fail_key(window_key, "is 0 (" + a + " has sliding-window layers)");
   const std::string pattern_key = key(a, "attention.sliding_window_pattern");
   const gguf::Value* explicit_pattern = m.find(pattern_key);
   if (c.sliding_window == 0) {
@@ -117,9 +128,12 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
   ModelConfig d = c;
   set_arch_defaults(d, a);
   SQZ_CHECK(c.norm_placement == d.norm_placement && c.qk_norm == d.qk_norm && c.ffn_activation == d.ffn_activation &&
-                c.embd_scale == d.embd_scale && c.rope_type == d.rope_type,
-            c.name, ": norm placement, QK-norm, activation, embedding scale and RoPE type must be arch ", a,
-            "'s to be stored in GGUF");
+                c.embd_scale == d.embd_scale && c.rope_type == d.rope_type && c.embd_norm == d.embd_norm &&
+                c.attn_gate == d.attn_gate && c.post_norm_eps == d.post_norm_eps && c.nope_global == d.nope_global,
+            c.name, ": norm placement, QK-norm, activation, embedding scale and norm, attention gate, post-norm eps, ",
+            "NoPE layers and RoPE type must be arch ", a, "'s to be stored in GGUF");
+  SQZ_CHECK(a == "muse-glimmer" || c.logit_scale == 1.0f, c.name, ": a logit scale needs the muse-glimmer architecture");
+  SQZ_CHECK(a != "muse-glimmer" || !c.tied_output, c.name, ": muse-glimmer has an untied output head");
   m.set("general.architecture", Value::string(a));
   m.set(key(a, "block_count"), Value::u32(static_cast<uint32_t>(c.n_layer)));
   m.set(key(a, "context_length"), Value::u32(static_cast<uint32_t>(c.n_ctx)));
@@ -150,8 +164,15 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
     m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
     if (c.rope_base_local != d.rope_base_local) m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
     if (c.is_local != d.is_local) bool_pattern();
-  } else if (a == "gemma3") {
-    fail(c.name, ": gemma3 needs a sliding window (llama.cpp requires ", key(a, "attention.sliding_window"), ")");
+  } else if (a == "muse-glimmer" && c.sliding_window > 0) {
+    // As llama.cpp's converter writes muse-glimmer: window, per-layer pattern, logit scale
+    // (the soft-cap is written above); a base of its own for local layers only when set.
+    m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
+    bool_pattern();
+    m.set(key(a, "logit_scale"), Value::f32(c.logit_scale));
+    if (c.rope_base_local != c.rope_base_global) m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
+  } else if (a == "gemma3" || a == "muse-glimmer") {
+    fail(c.name, ": ", a, " needs a sliding window (llama.cpp requires ", key(a, "attention.sliding_window"), ")");
   } else if (c.n_local_layers() > 0) {
     fail(c.name, ": local layers need the glimmer or gemma3 architecture");
   }

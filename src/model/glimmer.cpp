@@ -1,10 +1,11 @@
 // model/glimmer.cpp — the one forward pass, for every architecture squeeze runs (glimmer,
-// llama = glimmer with every layer global, gemma3 = glimmer with its options on), as
-// straight-line named steps:
-//   embed (× embd_scale) → per layer [pre-norm?, Q/K/V, QK-norm?, RoPE (base per layer
-//   kind), KV append, attention (windowed on local layers, attn_scale), output projection,
-//   post-norm?, residual, pre-norm?, gated FFN (SwiGLU or GeGLU), post-norm?, residual]
-//   → final norm → output head → soft-cap?. The options are ModelConfig fields
+// llama = glimmer with every layer global, gemma3 and muse-glimmer = glimmer with their
+// options on), as straight-line named steps:
+//   embed (× embd_scale, RMS-normalised?) → per layer [pre-norm?, Q/K/V, QK-norm?, RoPE
+//   (base per layer kind; none on NoPE global layers), KV append, attention (windowed on
+//   local layers, attn_scale), × sigmoid(output gate)?, output projection, post-norm?,
+//   residual, pre-norm?, gated FFN (SwiGLU or GeGLU), post-norm?, residual] → final norm →
+//   output head → × logit scale → soft-cap?. The options are ModelConfig fields
 //   (model/config.h). Shapes in comments: n = tokens in the chunk, E = n_embd, F = n_ff,
 //   H·D = q_dim, Hk·D = kv_dim, V = n_vocab.
 #include <cmath>
@@ -65,6 +66,11 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
     for (int64_t i = 0; i < n * E; ++i) x[i] *= c.embd_scale;
     dump("inp_scaled", x, n, E);
   }
+  if (c.embd_norm) {  // weightless RMSNorm of the embeddings (Muse Glimmer)
+    for (int64_t i = 0; i < n; ++i) ops().rmsnorm(x + i * E, nullptr, x + i * E, E, c.rms_eps);
+    dump("embd_norm", x, n, E);
+  }
+  const float post_eps = c.effective_post_norm_eps();
 
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[static_cast<size_t>(il)];
@@ -85,9 +91,11 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
       rmsnorm_rows(q, L.q_norm, q, n * c.n_head, c.head_dim, c.rms_eps);
       rmsnorm_rows(k, L.k_norm, k, n * c.n_head_kv, c.head_dim, c.rms_eps);
     }
-    const float base = local ? c.rope_base_local : c.rope_base_global;
-    rope_rows(q, n, pos0, c.n_head, c, base);
-    rope_rows(k, n, pos0, c.n_head_kv, c, base);
+    if (c.uses_rope(il)) {
+      const float base = local ? c.rope_base_local : c.rope_base_global;
+      rope_rows(q, n, pos0, c.n_head, c, base);
+      rope_rows(k, n, pos0, c.n_head_kv, c, base);
+    }
     dump(p + "attn_q", q, n, QD);
     dump(p + "attn_k", k, n, KD);
     dump(p + "attn_v", v, n, KD);
@@ -97,9 +105,15 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
                              .window = local ? c.sliding_window : 0, .scale = c.attn_scale},
                             cache_.view(il), {.q = q, .out = attn, .n_queries = n, .pos0 = pos0});  // attn[n, H·D]
     dump(p + "attn_out", attn, n, QD);
+    if (c.attn_gate) {  // attn ⊙ sigmoid(W_gate · the attention block's input)
+      float* g = attn_gate_.data();
+      linear(pool_, L.attn_gate, in, n, g);                             // g[n, H·D]
+      for (int64_t i = 0; i < n * QD; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-g[i]));
+      dump(p + "attn_gated", attn, n, QD);
+    }
     linear(pool_, L.wo, attn, n, proj);                                 // proj[n, E]
     if (post_norm) {
-      rmsnorm_rows(proj, L.post_attn_norm, proj, n, E, c.rms_eps);
+      rmsnorm_rows(proj, L.post_attn_norm, proj, n, E, post_eps);
       dump(p + "attn_post_norm", proj, n, E);
     }
     ops().add(x, proj, x, n * E);                                       // residual
@@ -122,7 +136,7 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
     dump(p + "ffn_act", gate, n, F);
     linear(pool_, L.w_down, gate, n, proj);                             // proj[n, E]
     if (post_norm) {
-      rmsnorm_rows(proj, L.post_ffn_norm, proj, n, E, c.rms_eps);
+      rmsnorm_rows(proj, L.post_ffn_norm, proj, n, E, post_eps);
       dump(p + "ffn_post_norm", proj, n, E);
     }
     ops().add(x, proj, x, n * E);
@@ -135,6 +149,9 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
   rmsnorm_rows(x + first * E, w.output_norm, h, rows, E, c.rms_eps);
   dump("result_norm", h, rows, E);
   linear(pool_, w.output, h, rows, logits_out);                         // logits[rows, V]
+  if (c.logit_scale != 1.0f) {
+    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits_out[i] *= c.logit_scale;
+  }
   if (c.final_logit_softcap > 0) {                                      // cap · tanh(logits / cap)
     const float cap = c.final_logit_softcap;
     for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits_out[i] = cap * std::tanh(logits_out[i] / cap);

@@ -37,6 +37,7 @@ Session::Session(const Model& model, SessionParams params)
   proj_.resize(sz(cfg_.n_embd));
   q_.resize(sz(cfg_.q_dim()));
   attn_.resize(sz(cfg_.q_dim()));
+  if (cfg_.attn_gate) attn_gate_.resize(sz(cfg_.q_dim()));
   k_.resize(sz(cfg_.kv_dim()));
   v_.resize(sz(cfg_.kv_dim()));
   gate_.resize(sz(cfg_.n_ff));

@@ -57,7 +57,7 @@ class Session {
   DumpFn dump_;
 
   // Scratch, sized for chunk_ tokens: [chunk_, width] each.
-  std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_, logits_;
+  std::vector<float> x_, h_, q_, k_, v_, attn_, attn_gate_, proj_, gate_, up_, logits_;
   std::vector<float> out_logits_;
 };
 

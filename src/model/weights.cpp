@@ -47,6 +47,7 @@ Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
       l.q_norm = vector_f32(f, b + "attn_q_norm.weight");
       l.k_norm = vector_f32(f, b + "attn_k_norm.weight");
     }
+    if (c.attn_gate) l.attn_gate = matrix(f, b + "attn_gate.weight");
     l.wo = matrix(f, b + "attn_output.weight");
     if (post) l.post_attn_norm = vector_f32(f, b + "post_attention_norm.weight");
     if (pre) l.ffn_norm = vector_f32(f, b + "ffn_norm.weight");

@@ -19,6 +19,7 @@ struct LayerWeights {
   quant::QMatrix wv;             // [kv_dim, n_embd]
   std::vector<float> q_norm;     // [head_dim] (qk_norm)
   std::vector<float> k_norm;     // [head_dim] (qk_norm)
+  quant::QMatrix attn_gate;      // [q_dim, n_embd] (attn_gate)
   quant::QMatrix wo;             // [n_embd, q_dim]
   std::vector<float> post_attn_norm;  // [n_embd] (post-norm placements)
   std::vector<float> ffn_norm;   // [n_embd] (pre-norm placements)

@@ -121,12 +121,17 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
   const int64_t n = static_cast<int64_t>(tokens.size()), E = c.n_embd, D = c.head_dim, H = c.n_head, Hk = c.n_head_kv;
   const Vec emb = rows_of(w.token_embd);
   std::vector<Vec> x(static_cast<size_t>(n));
-  // Gemma's options all come together with its architecture; llama and glimmer have none.
-  const bool gemma = c.arch == "gemma3";
+  // Gemma's and Muse Glimmer's options all come together with their architectures;
+  // llama and glimmer have none. Both have QK-norm and sandwich norms; Muse Glimmer adds
+  // the embedding norm, the output gate, NoPE global layers and the logit scale.
+  const bool gemma = c.arch == "gemma3", muse = c.arch == "muse-glimmer", sandwich = gemma || muse;
+  const std::vector<float> ones(static_cast<size_t>(E), 1.0f);
   for (int64_t t = 0; t < n; ++t) {
     x[t].assign(emb.begin() + tokens[t] * E, emb.begin() + (tokens[t] + 1) * E);
     for (double& v : x[t]) v *= gemma ? std::sqrt(static_cast<double>(E)) : 1.0;
+    if (muse) rmsnorm(x[t].data(), ones, E, c.rms_eps);
   }
+  const double post_eps = muse ? 1e-8 : c.rms_eps;
   const double scale = c.attn_scale > 0 ? c.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[il];
@@ -134,18 +139,21 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
     const double base = local ? c.rope_base_local : c.rope_base_global;
     const Vec Wq = rows_of(L.wq), Wk = rows_of(L.wk), Wv = rows_of(L.wv), Wo = rows_of(L.wo);
     const Vec Wg = rows_of(L.w_gate), Wu = rows_of(L.w_up), Wd = rows_of(L.w_down);
-    std::vector<Vec> q(n), k(n), v(n);
+    const Vec Wgate = muse ? rows_of(L.attn_gate) : Vec();
+    const bool positional = !(muse && !local);  // Muse Glimmer's global layers are NoPE
+    std::vector<Vec> q(n), k(n), v(n), gate(n);
     for (int64_t t = 0; t < n; ++t) {
       Vec h = x[t];
       rmsnorm(h.data(), L.attn_norm, E, c.rms_eps);
       q[t] = matvec(Wq, h, H * D, E), k[t] = matvec(Wk, h, Hk * D, E), v[t] = matvec(Wv, h, Hk * D, E);
+      if (muse) gate[t] = matvec(Wgate, h, H * D, E);
       for (int64_t hh = 0; hh < H; ++hh) {
-        if (gemma) rmsnorm(&q[t][hh * D], L.q_norm, D, c.rms_eps);
-        rope(&q[t][hh * D], D, t, base, gemma);
+        if (sandwich) rmsnorm(&q[t][hh * D], L.q_norm, D, c.rms_eps);
+        if (positional) rope(&q[t][hh * D], D, t, base, gemma);
       }
       for (int64_t hh = 0; hh < Hk; ++hh) {
-        if (gemma) rmsnorm(&k[t][hh * D], L.k_norm, D, c.rms_eps);
-        rope(&k[t][hh * D], D, t, base, gemma);
+        if (sandwich) rmsnorm(&k[t][hh * D], L.k_norm, D, c.rms_eps);
+        if (positional) rope(&k[t][hh * D], D, t, base, gemma);
       }
     }
     for (int64_t t = 0; t < n; ++t) {
@@ -165,8 +173,10 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
         for (int64_t j = first; j <= t; ++j)
           for (int64_t e = 0; e < D; ++e) att[hh * D + e] += s[j - first] / sum * v[j][kh * D + e];
       }
+      if (muse)
+        for (int64_t i = 0; i < H * D; ++i) att[i] *= 1.0 / (1.0 + std::exp(-gate[t][i]));
       Vec o = matvec(Wo, att, E, H * D);
-      if (gemma) rmsnorm(o.data(), L.post_attn_norm, E, c.rms_eps);
+      if (sandwich) rmsnorm(o.data(), L.post_attn_norm, E, post_eps);
       for (int64_t e = 0; e < E; ++e) x[t][e] += o[e];
       Vec h = x[t];
       rmsnorm(h.data(), L.ffn_norm, E, c.rms_eps);
@@ -176,7 +186,7 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
         g[i] = (gemma ? 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a))) : a / (1 + std::exp(-a))) * u[i];
       }
       Vec y = matvec(Wd, g, E, c.n_ff);
-      if (gemma) rmsnorm(y.data(), L.post_ffn_norm, E, c.rms_eps);
+      if (sandwich) rmsnorm(y.data(), L.post_ffn_norm, E, post_eps);
       for (int64_t e = 0; e < E; ++e) x[t][e] += y[e];
     }
   }
@@ -186,6 +196,7 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
     Vec h = x[t];
     rmsnorm(h.data(), w.output_norm, E, c.rms_eps);
     Vec l = matvec(out, h, c.n_vocab, E);
+    for (double& e : l) e *= c.logit_scale;
     if (c.final_logit_softcap > 0)
       for (double& e : l) e = c.final_logit_softcap * std::tanh(e / c.final_logit_softcap);
     logits.push_back(l);
@@ -328,6 +339,57 @@ TEST(ArchOptions, ForwardMatchesFloat64Reference) {
                              m.set("gemma3.attention.scale", gguf::Value::f32(0.3f));
                            }),
                            1e-4);
+}
+
+TEST(ArchOptions, MuseGlimmerForwardMatchesFloat64Reference) {
+  const std::string path = make_model(builtin_config("muse-glimmer-tiny"), "ref_muse.gguf");
+  expect_matches_reference(path, 1e-4);
+  // a soft-cap small enough to bend the logits, a separate local base and a different scale
+  expect_matches_reference(rewrite(path, "ref_muse_cap.gguf", [](gguf::Metadata& m) {
+                             m.set("muse-glimmer.final_logit_softcapping", gguf::Value::f32(1.5f));
+                             m.set("muse-glimmer.logit_scale", gguf::Value::f32(3.0f));
+                             m.set("muse-glimmer.rope.freq_base_swa", gguf::Value::f32(77.0f));
+                           }),
+                           1e-4);
+}
+
+TEST(ArchOptions, MuseGlimmerDefaultsAndFileKeys) {
+  const ModelConfig c = builtin_config("muse-glimmer-30b");
+  EXPECT_EQ(describe_pattern(c.is_local), "[L L L G] x 13");
+  EXPECT_TRUE(c.nope_global && c.attn_gate && c.embd_norm && c.qk_norm && !c.tied_output);
+  EXPECT_NEAR(c.logit_scale, 0.19611613513818404, 1e-7);
+  EXPECT_EQ(c.final_logit_softcap, 20.0f);
+  EXPECT_EQ(c.effective_post_norm_eps(), 1e-8f);
+  // counted back from the last layer: 6 layers → globals 1 and 5
+  EXPECT_EQ(period_pattern_from_last(6, 4), (std::vector<bool>{true, false, true, true, true, false}));
+
+  const std::string path = make_model(builtin_config("muse-glimmer-tiny"), "keys_muse.gguf");
+  const gguf::File f(path);
+  const ModelConfig r = config_from_gguf(f);
+  EXPECT_EQ(r.is_local, builtin_config("muse-glimmer-tiny").is_local);
+  EXPECT_EQ(r.logit_scale, builtin_config("muse-glimmer-tiny").logit_scale);
+  EXPECT_EQ(r.rope_base_local, r.rope_base_global);
+  EXPECT_EQ(f.metadata().find("muse-glimmer.rope.freq_base_swa"), nullptr);  // written only when it differs
+  ASSERT_NE(f.find_tensor("blk.0.attn_gate.weight"), nullptr);
+
+  // llama.cpp requires the logit scale, the window and an untied head
+  EXPECT_NE(load_error(rewrite(path, "muse_no_scale.gguf", [](gguf::Metadata& m) { m.erase("muse-glimmer.logit_scale"); }))
+                .find("muse-glimmer.logit_scale"),
+            std::string::npos);
+  EXPECT_NE(load_error(rewrite(path, "muse_no_window.gguf",
+                               [](gguf::Metadata& m) { m.erase("muse-glimmer.attention.sliding_window"); }))
+                .find("sliding_window"),
+            std::string::npos);
+  EXPECT_NE(load_error(rewrite(path, "muse_tied.gguf", nullptr, "output.weight")).find("'output.weight' is missing"),
+            std::string::npos);
+  EXPECT_NE(load_error(rewrite(path, "muse_no_gate.gguf", nullptr, "blk.2.attn_gate.weight"))
+                .find("'blk.2.attn_gate.weight' is missing"),
+            std::string::npos);
+  // without the key, the soft-cap is llama.cpp's default
+  EXPECT_EQ(config_from_gguf(gguf::File(rewrite(path, "muse_no_cap.gguf", [](gguf::Metadata& m) {
+              m.erase("muse-glimmer.final_logit_softcapping");
+            }))).final_logit_softcap,
+            30.0f);
 }
 
 TEST(ArchOptions, Gemma3HeadDim256WithOneKvHead) {
