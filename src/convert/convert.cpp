@@ -1,0 +1,168 @@
+// convert/convert.cpp — see convert.h.
+#include "convert/convert.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "convert/hf_tokenizer.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/thread_pool.h"
+#include "gguf/writer.h"
+#include "kernels/cpu/ops.h"
+#include "model/gguf_config.h"
+#include "model/quant_rules.h"
+#include "quant/quantize.h"
+
+namespace squeeze::convert {
+
+namespace {
+
+using gguf::GgmlType;
+using safetensors::Dtype;
+
+constexpr int64_t kChunkElements = int64_t{1} << 22;  // rows converted at a time: ~16 MB of f32
+
+// One row of a source tensor as f32.
+void row_f32(const safetensors::Tensor& t, int64_t row, int64_t cols, float* out) {
+  const size_t es = safetensors::dtype_size(t.dtype);
+  const uint8_t* p = t.data.data() + static_cast<size_t>(row * cols) * es;
+  const auto& ops = kernels::cpu::ops();
+  switch (t.dtype) {
+    case Dtype::F32:
+      std::memcpy(out, p, static_cast<size_t>(cols) * 4);
+      return;
+    case Dtype::F16:
+      ops.f16_to_f32(reinterpret_cast<const uint16_t*>(p), out, cols);
+      return;
+    case Dtype::BF16:
+      ops.bf16_to_f32(reinterpret_cast<const uint16_t*>(p), out, cols);
+      return;
+    default:
+      fail("tensor '", t.name, "' has dtype ", safetensors::dtype_name(t.dtype), " (convert reads F32, F16 and BF16)");
+  }
+}
+
+GgmlType resolve_auto(const ConvertPlan& plan, const safetensors::Checkpoint& ckpt) {
+  for (const TensorPlan& t : plan.tensors) {
+    if (t.hf_name.empty() || t.is_norm()) continue;
+    return ckpt.find(t.hf_name)->dtype == Dtype::BF16 ? GgmlType::BF16 : GgmlType::F16;
+  }
+  return GgmlType::F16;
+}
+
+// Encodes rows of f32 into `type`.
+void encode_rows(ThreadPool& pool, GgmlType type, const float* x, int64_t rows, int64_t cols, std::vector<uint8_t>& out) {
+  const int64_t rb = quant::row_bytes(type, cols);
+  out.resize(static_cast<size_t>(rows * rb));
+  const auto& ops = kernels::cpu::ops();
+  switch (type) {
+    case GgmlType::F32:
+      std::memcpy(out.data(), x, out.size());
+      return;
+    case GgmlType::F16:
+      ops.f32_to_f16(x, reinterpret_cast<uint16_t*>(out.data()), rows * cols);
+      return;
+    case GgmlType::BF16:
+      ops.f32_to_bf16(x, reinterpret_cast<uint16_t*>(out.data()), rows * cols);
+      return;
+    default:
+      quant::quantize_rows(pool, {.type = type, .src = x, .rows = rows, .cols = cols}, out.data());
+  }
+}
+
+}  // namespace
+
+ConvertResult convert_checkpoint(const ConvertOptions& o) {
+  const safetensors::Checkpoint ckpt(o.hf_dir);
+  ConvertResult r;
+  r.plan = plan_conversion(ckpt);
+  ConvertPlan& plan = r.plan;
+  model::ModelConfig& c = plan.config;
+
+  auto tok = read_hf_tokenizer(ckpt.dir(), ckpt.config(), c.n_vocab);
+  if (!tok) fail(ckpt.dir(), ": no tokenizer.json (a GGUF model carries its vocabulary)");
+  r.has_tokenizer = true;
+  text::Tokenizer check(tok->data);  // refuses a vocabulary the runtime could not load, before writing
+
+  std::optional<model::QuantPreset> preset;
+  if (model::upper_ascii(o.type) == "AUTO") {
+    preset = model::find_quant_preset(gguf::ggml_type_info(resolve_auto(plan, ckpt)).name);
+  } else {
+    preset = model::find_quant_preset(o.type);
+  }
+  if (!preset) fail("--type '", o.type, "' is not a GGUF type or quantization preset");
+  r.type_name = preset->name;
+
+  gguf::Writer w(o.out_path, {.inputs = [&] {
+                    std::vector<std::string> in;
+                    for (const auto& s : ckpt.shards()) in.push_back(s->path());
+                    return in;
+                  }()});
+  gguf::Metadata& m = w.metadata();
+  m.set("general.type", gguf::Value::string("model"));
+  const std::string dir_name = [&] {
+    std::string d = ckpt.dir();
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    return d.substr(d.find_last_of('/') == std::string::npos ? 0 : d.find_last_of('/') + 1);
+  }();
+  m.set("general.name", gguf::Value::string(dir_name));
+  model::ModelConfig stored = c;
+  stored.name = dir_name;
+  model::write_config(m, stored);
+  if (preset->file_type != 0 || preset->base == GgmlType::F32)
+    m.set("general.file_type", gguf::Value::u32(preset->file_type));
+  m.set("general.quantization_version", gguf::Value::u32(2));
+  model::write_tokenizer(m, tok->data);
+  if (tok->eot_id >= 0) m.set("tokenizer.ggml.eot_token_id", gguf::Value::u32(static_cast<uint32_t>(tok->eot_id)));
+  if (!tok->chat_template.empty()) m.set("tokenizer.chat_template", gguf::Value::string(tok->chat_template));
+
+  ThreadPool& pool = default_thread_pool();
+  int64_t total = 0;
+  for (const TensorPlan& t : plan.tensors) total += t.dims[0] * (t.dims.size() > 1 ? t.dims[1] : 1);
+  std::optional<Progress> progress;
+  if (o.progress) progress.emplace("convert", total);
+
+  for (const TensorPlan& t : plan.tensors) {
+    const int64_t cols = t.dims[0], rows = t.dims.size() > 1 ? t.dims[1] : 1;
+    GgmlType type = GgmlType::F32;  // norms and other vectors stay F32, as llama.cpp writes them
+    if (!t.is_norm()) {
+      const model::TensorRole role{.name = t.gguf_name, .row_length = cols, .n_dims = 2,
+                                   .layer = model::layer_of(t.gguf_name), .n_layer = c.n_layer,
+                                   .tied_output = c.tied_output};
+      const GgmlType want = model::preset_tensor_type(*preset, role);
+      type = model::fit_row_type(want, cols, model::RowFallback::computable);
+      if (type != want)
+        r.fallbacks.push_back(t.gguf_name + ": " + std::string(gguf::ggml_type_info(want).name) + " → " +
+                              std::string(gguf::ggml_type_info(type).name) + " (row " + std::to_string(cols) + ")");
+    }
+    const safetensors::Tensor* src = t.hf_name.empty() ? nullptr : ckpt.find(t.hf_name);
+    w.add_tensor({t.gguf_name, type, t.dims}, [&, src, cols, rows, type](const gguf::ByteSink& out) {
+      const int64_t chunk = std::max<int64_t>(1, kChunkElements / cols);
+      std::vector<float> x(static_cast<size_t>(std::min(chunk, rows) * cols));
+      std::vector<uint8_t> bytes;
+      for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const int64_t n = std::min(chunk, rows - r0);
+        for (int64_t i = 0; i < n; ++i) {
+          float* row = x.data() + i * cols;
+          if (src == nullptr) {
+            std::fill(row, row + cols, t.fill);
+            continue;
+          }
+          row_f32(*src, source_row(t, r0 + i), cols, row);
+          if (t.shift != 0.0f)
+            for (int64_t j = 0; j < cols; ++j) row[j] += t.shift;
+        }
+        encode_rows(pool, type, x.data(), n, cols, bytes);
+        out(bytes);
+        if (progress) progress->advance(n * cols, t.gguf_name);
+      }
+    });
+  }
+  r.file_bytes = w.finish();
+  if (progress) progress->finish();
+  return r;
+}
+
+}  // namespace squeeze::convert

@@ -1,0 +1,64 @@
+// convert/hf_arch.h — what `squeeze convert` knows about each Hugging Face architecture
+// it reads (LlamaForCausalLM, Gemma3ForCausalLM, MuseGlimmerForConditionalGeneration's
+// text model): config.json → ModelConfig, and every checkpoint tensor → the GGUF tensor
+// llama.cpp's converter writes for it (name, row permutation, norm shift), plus the
+// tensors that converter synthesises (Muse Glimmer's QK-norm weights).
+//
+// The transformations, as llama.cpp's converter applies them:
+//   - llama, muse-glimmer: Q and K rows go from transformers' rotate-half layout (pair i
+//     is (x_i, x_{i+D/2})) to interleaved pairs (x_{2i}, x_{2i+1}), per head, so RoPE
+//     "normal" applies; gemma3 keeps rotate-half (RoPE NeoX).
+//   - gemma3: every RMSNorm weight w is stored as 1 + w (Gemma's norms scale by 1 + w).
+//   - muse-glimmer: the four per-layer norms are 1 + w; the final norm is plain. Its
+//     scale-less QK-norm becomes attn_q_norm = qk_scale_factor and attn_k_norm = 1.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "safetensors/checkpoint.h"
+
+namespace squeeze::convert {
+
+struct TensorPlan {
+  std::string gguf_name;
+  std::vector<int64_t> dims;   // GGUF order: dims[0] is the row length
+  std::string hf_name;         // the source tensor; empty when synthesised
+  int64_t rope_heads = 0;      // > 0: rows regrouped from rotate-half to interleaved pairs, per head of rows / rope_heads
+  float shift = 0.0f;          // added to every value (norm weights stored as 1 + w)
+  float fill = 0.0f;           // the value of every element of a synthesised tensor
+  bool is_norm() const { return dims.size() == 1; }
+};
+
+struct ConvertPlan {
+  std::string hf_arch;              // config.json "architectures"[0]
+  model::ModelConfig config;
+  std::vector<TensorPlan> tensors;  // in the order they are written
+  std::vector<std::string> skipped; // checkpoint tensors left out (vision tower, RoPE caches, ...)
+};
+
+// The architectures convert reads, for messages.
+std::string supported_hf_archs();
+
+// A config.json as squeeze reads it: the architecture, the ModelConfig, and what the
+// tensor mapping needs (tensor name prefix, Muse Glimmer's Q scale). `where` names the
+// file in errors. For `plan` as well as conversion.
+struct HfModel {
+  std::string hf_arch;
+  model::ModelConfig config;
+  std::string tensor_prefix = "model.";
+  float qk_scale = 1.0f;
+};
+HfModel read_hf_config(const nlohmann::json& config_json, const std::string& where);
+
+// Reads config.json, checks every field squeeze relies on (one-line errors naming
+// config.json and the field; unsupported options such as RoPE scaling or biases are
+// refused rather than ignored) and maps the checkpoint's tensors, checking each one's
+// shape and that every needed tensor is present.
+ConvertPlan plan_conversion(const safetensors::Checkpoint& checkpoint);
+
+// Row `r` of the GGUF tensor comes from this row of the HF tensor (rope_heads as above).
+int64_t source_row(const TensorPlan& t, int64_t r);
+
+}  // namespace squeeze::convert
