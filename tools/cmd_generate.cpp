@@ -1,7 +1,9 @@
 // tools/cmd_generate.cpp — `squeeze generate`: prompt in, streamed text out, timings at the end.
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -26,6 +28,25 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 void emit(const std::string& text) { squeeze::cli::emit_stdout(text); }
 
+// "1,2,3" → ids, each checked against the vocabulary.
+std::vector<int32_t> parse_token_ids(const std::string& text, int64_t n_vocab) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    SQZ_CHECK(!item.empty() && end == item.c_str() + item.size() && errno == 0, "--tokens: '", item,
+              "' is not a token id (give comma-separated integers)");
+    SQZ_CHECK(v >= 0 && v < n_vocab, "--tokens: id ", v, " is outside the vocabulary [0, ", n_vocab, ")");
+    ids.push_back(static_cast<int32_t>(v));
+    pos = comma + 1;
+  }
+  return ids;
+}
+
 int run_generate(int argc, char** argv) {
   using namespace squeeze::cli;
   squeeze::cli::Args args("generate", "generate -m MODEL.gguf -p PROMPT [options]",
@@ -33,6 +54,7 @@ int run_generate(int argc, char** argv) {
                           "line: prompt tokens/s, generation tokens/s and the KV cache's bytes.");
   args.option({"-m", "--model"}, "FILE", "GGUF model")
       .option({"-p", "--prompt"}, "TEXT", "prompt text")
+      .option({"--tokens"}, "IDS", "the prompt as comma-separated token ids instead of text (reference checks)")
       .int_option({"-n", "--n-predict"}, "N", "tokens to generate", {0, kMaxTokens}, "64")
       .option({"--system"}, "TEXT", "with --chat: the system message")
       .flag({"--chat"}, "apply the model's chat template (tokenizer.chat_template) to the prompt as one user\n"
@@ -48,8 +70,9 @@ int run_generate(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
   const std::string path = args.get("--model");
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
-  SQZ_CHECK(args.has("--prompt"), "missing -p PROMPT");
+  SQZ_CHECK(args.has("--prompt") != args.has("--tokens"), "give the prompt as -p TEXT or --tokens IDS (one of them)");
   const bool chat = args.has("--chat");
+  SQZ_CHECK(!chat || !args.has("--tokens"), "--chat needs -p TEXT");
   SQZ_CHECK(chat || !args.has("--system"), "--system needs --chat");
   const squeeze::gguf::DeclaredInputs inputs({path});  // --dump files never replace it
   squeeze::set_default_thread_count(args.get_int32("--threads"));
@@ -68,6 +91,8 @@ int run_generate(int argc, char** argv) {
     if (args.has("--system")) conversation.set_system(args.get("--system"));
     conversation.add("user", args.get("--prompt"));
     prompt = format->encode(conversation.to_json(), /*add_generation_prompt=*/true);
+  } else if (args.has("--tokens")) {
+    prompt = parse_token_ids(args.get("--tokens"), model->config().n_vocab);
   } else {
     prompt = tok.encode(args.get("--prompt"));
   }
@@ -96,7 +121,7 @@ int run_generate(int argc, char** argv) {
   stop.max_tokens = n_predict;
   squeeze::text::StopChecker checker(stop);
 
-  if (!chat) emit(args.get("--prompt"));  // a chat prints only the answer, as `squeeze chat` does
+  if (!chat) emit(args.has("--prompt") ? args.get("--prompt") : tok.decode(prompt));  // a chat prints only the answer, as `squeeze chat` does
   for (int32_t t : prompt) sampler.accept(t);
 
   const auto t0 = Clock::now();
