@@ -83,6 +83,19 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
 
   auto tok = read_hf_tokenizer(ckpt.dir(), ckpt.config(), c.n_vocab);
   if (!tok) fail(ckpt.dir(), ": no tokenizer.json (a GGUF model carries its vocabulary)");
+  if (c.arch == "gemma3" && tok->n_listed < c.n_vocab) {
+    // llama.cpp's converter drops Gemma 3's embedding rows past the tokenizer's entries.
+    c.n_vocab = tok->n_listed;
+    for (TensorPlan& t : plan.tensors)
+      if (t.gguf_name == "token_embd.weight") t.dims[1] = c.n_vocab;
+    tok = read_hf_tokenizer(ckpt.dir(), ckpt.config(), c.n_vocab);
+  }
+  for (const TensorPlan& t : plan.tensors) {
+    const safetensors::Tensor* src = t.hf_name.empty() ? nullptr : ckpt.find(t.hf_name);
+    if (src && src->dtype != Dtype::F32 && src->dtype != Dtype::F16 && src->dtype != Dtype::BF16)
+      fail(ckpt.dir(), ": tensor '", src->name, "' has dtype ", safetensors::dtype_name(src->dtype),
+           " (convert reads F32, F16 and BF16)");
+  }
   r.has_tokenizer = true;
   text::Tokenizer check(tok->data);  // refuses a vocabulary the runtime could not load, before writing
 

@@ -118,6 +118,7 @@ std::optional<HfTokenizer> read_hf_tokenizer(const std::string& dir, const json&
   const json& vocab = m.value("vocab", json::object());
   if (!vocab.is_object() || vocab.empty()) fail(where, ": model.vocab must be a non-empty object");
   for (const auto& [text, id] : vocab.items()) place(text, id, kNormal);
+  out.n_listed = static_cast<int64_t>(vocab.size() + tj.value("added_tokens", json::array()).size());
   for (const json& a : tj.value("added_tokens", json::array())) {
     if (!a.is_object() || !a.contains("content") || !a["content"].is_string())
       fail(where, ": added_tokens entries need a string content");

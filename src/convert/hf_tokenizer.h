@@ -19,6 +19,7 @@ struct HfTokenizer {
   text::TokenizerData data;
   std::string chat_template;       // empty when the checkpoint has none
   int32_t eot_id = -1;             // <|eot|> when the vocabulary has it (Muse Glimmer), else -1
+  int64_t n_listed = 0;            // entries of model.vocab plus added_tokens (llama.cpp's "real" vocabulary size)
 };
 
 // Reads `dir`'s tokenizer files; n_vocab is the model's vocabulary (config.json), which
