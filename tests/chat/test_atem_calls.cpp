@@ -26,7 +26,8 @@ ToolParams test_tools() {
 }
 
 std::string call(const std::string& name, const std::string& params) {
-  return "<atem:function_calls>\n<atem:invoke name=\"" + name + "\">\n" + params + "</atem:invoke>\n</atem:function_calls>";
+  return "<atem:function_calls>\n<atem:invoke name=\"" + name + "\">\n" + params +
+         "</atem:invoke>\n</atem:function_calls>";
 }
 
 std::string param(const std::string& name, const std::string& value) {
@@ -71,8 +72,9 @@ TEST(ChatToolParams, MalformedToolListsGiveNoTools) {
 }
 
 TEST(ChatAtem, CanonicalCallWithTypedArguments) {
-  const auto calls = calls_of(call("get_weather", param("city", "Paris") + param("days", "2") + param("metric", "true") +
-                                                      param("where", R"({"lat": 48.85})") + param("tags", "[1, \"a\"]")));
+  const auto calls =
+      calls_of(call("get_weather", param("city", "Paris") + param("days", "2") + param("metric", "true") +
+                                       param("where", R"({"lat": 48.85})") + param("tags", "[1, \"a\"]")));
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].name, "get_weather");
   EXPECT_EQ(calls[0].arguments, R"({"city":"Paris","days":2,"metric":true,"where":{"lat":48.85},"tags":[1,"a"]})");
@@ -81,8 +83,7 @@ TEST(ChatAtem, CanonicalCallWithTypedArguments) {
 TEST(ChatAtem, StringParametersStayStringsVerbatim) {
   // What would be JSON elsewhere is text for a string parameter: quotes, spaces, numbers.
   const auto calls = calls_of(call("get_weather", param("city", " \"Paris\" ") + param("zip", "007") +
-                                                      param("unit", "null") +
-                                                      param("days", " 14 ")));
+                                                      param("unit", "null") + param("days", " 14 ")));
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].arguments, R"({"city":" \"Paris\" ","zip":"007","unit":"null","days":14})");
 }
@@ -94,8 +95,8 @@ TEST(ChatAtem, NonStringTextThatIsNotJsonStaysAString) {
 }
 
 TEST(ChatAtem, UndeclaredParametersAndUnknownToolsReadJsonWhenTheyCan) {
-  const auto calls = calls_of(call("mystery", param("n", "42") + param("s", "hello world") + param("o", "{\"a\": null}") +
-                                                  param("q", "\"quoted\"")),
+  const auto calls = calls_of(call("mystery", param("n", "42") + param("s", "hello world") +
+                                                  param("o", "{\"a\": null}") + param("q", "\"quoted\"")),
                               ToolParams{});
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].name, "mystery");
@@ -126,15 +127,17 @@ TEST(ChatAtem, SeveralInvokesBlocksAndNoWrapper) {
 
 TEST(ChatAtem, ParameterWithoutNameAttribute) {
   // <atem:parameter="x"> — the `name` left out, seen from the released model.
-  const auto calls = calls_of(call("read", "<atem:parameter=\"path\">/etc/hosts</atem:parameter>\n" + param("limit", "5")));
+  const auto calls =
+      calls_of(call("read", "<atem:parameter=\"path\">/etc/hosts</atem:parameter>\n" + param("limit", "5")));
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].arguments, R"({"path":"/etc/hosts","limit":5})");
 }
 
 TEST(ChatAtem, SwallowedParameterTagRecoveredWhenTheToolsConfirmIt) {
   // The opening parameter tag swallowed, its name glued to the invoke's.
-  const std::string body = "<atem:function_calls>\n<atem:invoke name=\"read.path\">/tmp/norm.txt</atem:parameter>\n"
-                           "</atem:invoke>\n</atem:function_calls>";
+  const std::string body =
+      "<atem:function_calls>\n<atem:invoke name=\"read.path\">/tmp/norm.txt</atem:parameter>\n"
+      "</atem:invoke>\n</atem:function_calls>";
   auto calls = calls_of(body);
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].name, "read");
@@ -154,7 +157,7 @@ TEST(ChatAtem, WhatIsNotACallBlock) {
   for (const std::string& bad : {
            std::string(""), std::string("  \n"), std::string("Sure! ") + call("read", param("path", "/a")),
            call("read", param("path", "/a")) + " done", std::string("<atem:function_calls>\n</atem:function_calls>"),
-           call("read", param("path", "/a")).substr(0, 60),                       // truncated
+           call("read", param("path", "/a")).substr(0, 60),                        // truncated
            call("read", "<atem:parameter name=\"path\">/a\n"),                     // value never closed
            call("read", "<atem:parameter name=\"path\">/a</atem:parameter> x\n"),  // closer not followed by a tag
            call("read", "<atem:param name=\"path\">/a</atem:param>\n"),            // unknown tag
@@ -169,9 +172,9 @@ TEST(ChatAtem, WhatIsNotACallBlock) {
 TEST(ChatAtem, HostileValuesDoNotThrow) {
   const ToolParams t = test_tools();
   const std::string deep(100000, '[');
-  for (const std::string& v : {deep, deep + std::string(100000, ']'), std::string("1e999999"),
-                               std::string("123456789012345678901234567890"), std::string("\xff\xfe bad utf-8 \xc3"),
-                               std::string("\"\\ud800\""), std::string(1 << 16, '\0')}) {
+  for (const std::string& v :
+       {deep, deep + std::string(100000, ']'), std::string("1e999999"), std::string("123456789012345678901234567890"),
+        std::string("\xff\xfe bad utf-8 \xc3"), std::string("\"\\ud800\""), std::string(1 << 16, '\0')}) {
     std::optional<std::vector<ToolCall>> calls;
     ASSERT_NO_THROW(calls = parse_atem_calls(call("get_weather", param("days", v) + param("city", v)), t));
     ASSERT_TRUE(calls.has_value());

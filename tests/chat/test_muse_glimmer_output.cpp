@@ -87,8 +87,9 @@ std::vector<Case> cases() {
       {"swallowed_parameter_tag_without_tools",
        " to=read<|message|><atem:function_calls>\n<atem:invoke name=\"read.filePath\">/tmp/norm.txt"
        "</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eot|>",
-       expect("", "<atem:function_calls>\n<atem:invoke name=\"read.filePath\">/tmp/norm.txt</atem:parameter>\n"
-                  "</atem:invoke>\n</atem:function_calls>"),
+       expect("",
+              "<atem:function_calls>\n<atem:invoke name=\"read.filePath\">/tmp/norm.txt</atem:parameter>\n"
+              "</atem:invoke>\n</atem:function_calls>"),
        false},
       {"malformed_call_degrades_to_content",
        " to=self<|message|>hmm<|eom|><|start|>assistant to=read<|message|><atem:function_calls>\n"
@@ -99,14 +100,14 @@ std::vector<Case> cases() {
       {"prompt_end_repeated", "<|start|>assistant to=user<|message|>Hi<|eot|>", expect("", "Hi")},
       {"start_without_eom_ends_the_message",
        " to=self<|message|>think<|start|>assistant to=user<|message|>answer<|eot|>", expect("think", "answer")},
-      {"recipient_switch_in_place", " to=self<|message|>Checking the file. to=read<|message|><atem:function_calls>\n"
-                                    "<atem:invoke name=\"read\">\n<atem:parameter name=\"filePath\">/x</atem:parameter>\n"
-                                    "</atem:invoke>\n</atem:function_calls>",
+      {"recipient_switch_in_place",
+       " to=self<|message|>Checking the file. to=read<|message|><atem:function_calls>\n"
+       "<atem:invoke name=\"read\">\n<atem:parameter name=\"filePath\">/x</atem:parameter>\n"
+       "</atem:invoke>\n</atem:function_calls>",
        expect("Checking the file.", "", {{"read", R"({"filePath":"/x"})"}})},
       {"turn_over_after_eot", " to=user<|message|>Done.<|eot|><|start|>user<|message|>more?<|eot|>",
        expect("", "Done.")},
-      {"other_role_ends_the_turn", " to=user<|message|>Done.<|eom|><|start|>user<|message|>more?",
-       expect("", "Done.")},
+      {"other_role_ends_the_turn", " to=user<|message|>Done.<|eom|><|start|>user<|message|>more?", expect("", "Done.")},
       {"text_after_eom_without_header", " to=self<|message|>a<|eom|>b to c", expect("a", "b to c")},
       {"special_text_that_is_not_markup",
        " to=user<|message|>a <|message|> b <| c |> to= d to=x <|eo m|> <|start <|eom<|eot|",
@@ -163,9 +164,10 @@ TEST(MuseGlimmerOutput, HoldsBackOnlyWhatMayBeMarkup) {
 }
 
 TEST(MuseGlimmerOutput, ToolCallsAreTypedByTheRequestsTools) {
-  const std::string text = " to=read<|message|><atem:function_calls>\n<atem:invoke name=\"read\">\n"
-                           "<atem:parameter name=\"filePath\">42</atem:parameter>\n"
-                           "<atem:parameter name=\"limit\">42</atem:parameter>\n</atem:invoke>\n</atem:function_calls>";
+  const std::string text =
+      " to=read<|message|><atem:function_calls>\n<atem:invoke name=\"read\">\n"
+      "<atem:parameter name=\"filePath\">42</atem:parameter>\n"
+      "<atem:parameter name=\"limit\">42</atem:parameter>\n</atem:invoke>\n</atem:function_calls>";
   EXPECT_EQ(parse_muse_glimmer_output(text, tools()).tool_calls,
             (std::vector<ToolCall>{{"read", R"({"filePath":"42","limit":42})"}}));
   EXPECT_EQ(parse_muse_glimmer_output(text).tool_calls,
@@ -176,25 +178,29 @@ namespace {
 
 // Pieces of the format to splice: whole headers and call blocks (so the fuzz reaches
 // reasoning and calls), and their atoms in all the wrong places.
+// clang-format off
 const std::vector<std::string> kHeaders = {
     " to=self<|message|>", " to=user<|message|>", "<|message|>", " to=read<|message|>",
     " to=special_function<|message|>", "<|start|>assistant to=self<|message|>",
 };
 const std::vector<std::string> kPieces = {
+    // whole units
     "<|eom|><|start|>assistant to=self<|message|>", "<|eom|><|start|>assistant to=read<|message|>",
     "<|eom|><|start|>assistant", " to=read<|message|>",
     "<atem:function_calls>\n<atem:invoke name=\"read\">\n<atem:parameter name=\"limit\">7</atem:parameter>\n"
     "</atem:invoke>\n</atem:function_calls>",
     "<atem:invoke name=\"read.filePath\">/x</atem:parameter>\n</atem:invoke>",
-    "<atem:invoke name=\"special_function\"><atem:parameter=\"arg1\">{}</atem:parameter></atem:invoke>", "<|eom|>", "<|eot|>", "<|start|>", "assistant", " to=",
-    "to=", "self", "user", "read", "<|message|>", "<|", "|>",
+    "<atem:invoke name=\"special_function\"><atem:parameter=\"arg1\">{}</atem:parameter></atem:invoke>",
     "<atem:function_calls>\n<atem:invoke name=\"read\">\n<atem:parameter name=\"filePath\">",
     "</atem:parameter>\n</atem:invoke>\n</atem:function_calls>", "</atem:parameter>\n<atem:parameter name=\"limit\">",
+    // atoms
+    "<|eom|>", "<|eot|>", "<|start|>", "assistant", " to=", "to=", "self", "user", "read", "<|message|>", "<|", "|>",
     "<atem:function_calls>", "</atem:function_calls>", "<atem:invoke name=\"", "<atem:invoke name=\"read\">",
     "<atem:invoke name=\"read.filePath\">", "\">", "</atem:invoke>", "<atem:parameter name=\"",
-    "<atem:parameter=\"limit\">", "</atem:parameter>", "\n", " ", "\"", "12", "{\"a\": [1, ", "]}", "é",
-    "\xff", "\xe2\x82", "x",
+    "<atem:parameter=\"limit\">", "</atem:parameter>", "\n", " ", "\"", "12", "{\"a\": [1, ", "]}", "é", "\xff",
+    "\xe2\x82", "x",
 };
+// clang-format on
 
 std::string random_text(std::mt19937& rng) {
   std::string s = rng() % 2 ? kHeaders[rng() % kHeaders.size()] : "";

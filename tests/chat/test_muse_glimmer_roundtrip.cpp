@@ -48,7 +48,8 @@ Json calls_as_json(const ParsedOutput& out) {
 }  // namespace
 
 TEST(MuseGlimmerRoundTrip, ReasoningAndAnswer) {
-  const Json msg = {{"role", "assistant"}, {"reasoning_content", "Two and two.\n<atem:function_calls> is not a call"},
+  const Json msg = {{"role", "assistant"},
+                    {"reasoning_content", "Two and two.\n<atem:function_calls> is not a call"},
                     {"content", "4, not <atem:invoke name=\"x\">"}};
   const ParsedOutput out = parse_muse_glimmer_output(generated_part(msg), ToolParams::from_json(kTools));
   EXPECT_EQ(out.reasoning, msg["reasoning_content"]);
@@ -63,9 +64,10 @@ TEST(MuseGlimmerRoundTrip, ToolCallsKeepTheirArgumentTypes) {
   const Json msg = {
       {"role", "assistant"},
       {"reasoning_content", "Save it, then check the weather."},
-      {"tool_calls", Json::array({{{"type", "function"}, {"function", {{"name", "files.write"}, {"arguments", args}}}},
-                                  {{"type", "function"},
-                                   {"function", {{"name", "get_weather"}, {"arguments", {{"city", "42"}, {"days", 3}}}}}}})}};
+      {"tool_calls",
+       Json::array({{{"type", "function"}, {"function", {{"name", "files.write"}, {"arguments", args}}}},
+                    {{"type", "function"},
+                     {"function", {{"name", "get_weather"}, {"arguments", {{"city", "42"}, {"days", 3}}}}}}})}};
   const std::string text = generated_part(msg);
   const ParsedOutput out = parse_muse_glimmer_output(text, ToolParams::from_json(kTools));
   EXPECT_EQ(out.reasoning, "Save it, then check the weather.");
