@@ -9,6 +9,12 @@ conversation below (with and without the generation prompt) byte for byte as jin
 does; where jinja2 raises (e.g. Gemma's role alternation check), squeeze must fail with
 one line on stderr. GGUF files under build/models/ (or $SQUEEZE_MODELS) are rendered
 from their embedded tokenizer.chat_template too, when present.
+
+Muse Glimmer: tests/fixtures/chat_templates/muse-glimmer.jinja is written here from the
+documented format. The released template is never committed; where a llama.cpp source
+tree is given ($SQUEEZE_LLAMA_CPP_DIR: llama.cpp itself, or an unpacked llama-cpp-python
+sdist holding it under vendor/llama.cpp), the optional tests render it too, through
+squeeze against jinja2, and require ours to render every conversation as it does.
 """
 import datetime
 import glob
@@ -66,6 +72,17 @@ WEATHER_TOOL = {
     },
 }
 
+# Tools with a namespace (the part of the name before the first dot), the way Muse
+# Glimmer's system block groups them.
+READ_TOOL = {"type": "function", "function": {
+    "name": "files.read", "description": "Read a text file.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+                   "required": ["path"]}}}
+WRITE_TOOL = {"name": "files.write", "description": "Write a text file.", "parameters": {  # bare, no "function"
+    "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"},
+                                     "append": {"type": "boolean"}}}}
+MUSE_CONTEXT = {"tool_namespace_descriptions": {"files": "The sandbox's file system."}}
+
 CONVERSATIONS = {
     "single_user": {"messages": [{"role": "user", "content": "Hello!"}]},
     "multi_turn_system": {"messages": [
@@ -119,13 +136,76 @@ CONVERSATIONS = {
         {"role": "tool", "content": "-3"},
     ]},
     "tools_without_calls": {"tools": [WEATHER_TOOL], "messages": [{"role": "user", "content": "Hi"}]},
+    # Muse Glimmer's cases (every template renders them; the others ignore what they do not know).
+    "mg_system_effort_text": {"messages": [
+        {"role": "system", "content": "You are terse.\nReasoning effort: low"},
+        {"role": "user", "content": "Why is the sky blue?"},
+    ]},
+    "mg_effort_variable": {"context": {"reasoning_strength": "xhigh", "knowledge_cutoff": "2025-11-30",
+                                       "current_date": "2026-09-01"}, "messages": [
+        {"role": "user", "content": "Prove that sqrt(2) is irrational."},
+    ]},
+    "mg_system_effort_variable": {"context": {"reasoning_strength": "medium"}, "messages": [
+        {"role": "system", "content": [{"type": "text", "text": "Answer in French."}]},
+        {"role": "user", "content": "Bonjour"},
+        {"role": "assistant", "content": "Bonjour !"},
+        {"role": "user", "content": "Ça va ?"},
+    ]},
+    "mg_reasoning_history": {"messages": [
+        {"role": "user", "content": "What is 17 * 23?"},
+        {"role": "assistant", "reasoning_content": "17 * 23 = 17 * 20 + 17 * 3 = 340 + 51 = 391.", "content": "391"},
+        {"role": "user", "content": "And 391 / 17?"},
+        {"role": "assistant", "reasoning_content": "", "content": "23"},
+        {"role": "user", "content": "Thanks"},
+    ]},
+    "mg_tools_and_results": {"tools": [WEATHER_TOOL, READ_TOOL, WRITE_TOOL], "context": MUSE_CONTEXT, "messages": [
+        {"role": "system", "content": "Use the tools."},
+        {"role": "user", "content": "Save Paris's weather to /tmp/w.txt"},
+        {"role": "assistant", "reasoning_content": "I need the weather first.", "content": None, "tool_calls": [
+            {"id": "call_w", "type": "function", "function": {
+                "name": "get_weather", "arguments": {"city": "Paris", "days": 2, "unit": "celsius"}}}]},
+        {"role": "tool", "tool_call_id": "call_w", "content": "{\"temp\": 18.5}"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "files.write", "arguments": {
+                "path": "/tmp/w.txt", "content": "18.5 \"C\"\n  indented <b>\n", "append": False,
+                "mode": None, "tags": ["a", 1, 2.5, True], "meta": {"k": [None]}, "ratio": 0.25}}},
+            {"id": "call_b", "type": "function", "function": {"name": "files.read", "arguments": {"path": "/tmp/w.txt"}}},
+        ]},
+        {"role": "tool", "tool_call_id": "call_a", "content": "ok"},
+        {"role": "tool", "name": "files.read", "content": [{"type": "text", "text": "18.5 \"C\""}]},
+        {"role": "tool", "tool_call_id": "call_unknown", "content": "orphan"},
+        {"role": "tool", "content": "anonymous"},
+        {"role": "assistant", "content": "Saved: 18.5 °C."},
+    ]},
+    "mg_answer_then_call": {"tools": [READ_TOOL], "messages": [
+        {"role": "user", "content": "Read /etc/hostname"},
+        {"role": "assistant", "content": "Reading it now."},
+        {"role": "assistant", "tool_calls": [
+            {"type": "function", "function": {"name": "files.read", "arguments": {"path": "/etc/hostname", "limit": 1}}}]},
+        {"role": "assistant", "content": "(still waiting)"},
+        {"role": "assistant", "recipient": "self", "content": "Note to self."},
+        {"role": "assistant", "content": "Explicitly open turn.", "end_turn": False},
+    ]},
+    "mg_images": {"messages": [
+        {"role": "system", "content": "REASONING EFFORT: HIGH. Describe images."},
+        {"role": "user", "content": [{"type": "text", "text": "Compare "}, {"type": "image"},
+                                     {"type": "text", "text": " and "}, {"type": "image", "url": "b.png"},
+                                     {"type": "video"}, {"type": "audio"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Both show cats."}]},
+    ]},
+    "mg_string_arguments": {"tools": [READ_TOOL], "messages": [
+        {"role": "user", "content": "Read it"},
+        {"role": "assistant", "tool_calls": [
+            {"type": "function", "function": {"name": "files.read", "arguments": "{\"path\": \"/x\"}"}}]},
+    ]},
 }
 
 TEMPLATES = sorted(glob.glob(os.path.join(FIXTURES, "*.jinja")))
 
 
 def context_for(conv, add_generation_prompt, bos=BOS, eos=EOS):
-    # What transformers' apply_chat_template passes to render().
+    # What transformers' apply_chat_template passes to render(), then the caller's extra
+    # keyword arguments (apply_chat_template(..., reasoning_strength="low")).
     return {
         "messages": conv["messages"],
         "tools": conv.get("tools"),
@@ -133,6 +213,7 @@ def context_for(conv, add_generation_prompt, bos=BOS, eos=EOS):
         "add_generation_prompt": add_generation_prompt,
         "bos_token": bos,
         "eos_token": eos,
+        **conv.get("context", {}),
     }
 
 
@@ -147,6 +228,10 @@ def run_squeeze(args, tmp_path, conv, add_generation_prompt):
     msg = tmp_path / "messages.json"
     msg.write_text(json.dumps(conv, ensure_ascii=False), encoding="utf-8")
     cmd = [SQ, "template", *args, "--messages", str(msg), "--now", str(NOW)]
+    if "context" in conv:
+        extra = tmp_path / "context.json"
+        extra.write_text(json.dumps(conv["context"], ensure_ascii=False), encoding="utf-8")
+        cmd += ["--context", str(extra)]
     if add_generation_prompt:
         cmd.append("--add-generation-prompt")
     return subprocess.run(cmd, capture_output=True, timeout=60)
@@ -164,7 +249,8 @@ def check_same(ok, expected, r):
 
 def test_fixtures_present():
     names = {os.path.basename(t) for t in TEMPLATES}
-    assert {"smollm2-chatml.jinja", "gemma-3-it.jinja", "llama-3.2-instruct.jinja", "qwen2.5-instruct.jinja"} <= names
+    assert {"smollm2-chatml.jinja", "gemma-3-it.jinja", "llama-3.2-instruct.jinja", "qwen2.5-instruct.jinja",
+            "muse-glimmer.jinja"} <= names
 
 
 @pytest.mark.parametrize("add_generation_prompt", [False, True])
@@ -190,6 +276,75 @@ def test_the_reference_is_not_vacuous():
     qwen = open(os.path.join(FIXTURES, "qwen2.5-instruct.jinja"), encoding="utf-8").read()
     ok, text = reference(qwen, context_for(CONVERSATIONS["tool_call"], False))
     assert ok and '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius", "days": 2}}' in text
+
+
+def test_muse_glimmer_renders_the_format():
+    # Spot checks of the written template on the format's landmarks.
+    mg = open(os.path.join(FIXTURES, "muse-glimmer.jinja"), encoding="utf-8").read()
+    ok, text = reference(mg, context_for(CONVERSATIONS["mg_tools_and_results"], True))
+    assert ok and text.startswith(BOS + "<|start|>system<|message|>Use the tools.\n\nReasoning strength: high.\n\n")
+    assert '{"name": "files", "description": "The sandbox\'s file system."}\n' in text
+    assert '# Valid recipients: "self", "get_weather.*", "files.*", "user".<|eot|>' in text
+    assert ("<|start|>assistant to=self<|message|>I need the weather first.<|eom|>"
+            "<|start|>assistant to=get_weather<|message|><atem:function_calls>\n<atem:invoke name=\"get_weather\">\n"
+            "<atem:parameter name=\"city\">Paris</atem:parameter>\n<atem:parameter name=\"days\">2</atem:parameter>\n") in text
+    assert ('<atem:parameter name="append">false</atem:parameter>\n<atem:parameter name="mode">null</atem:parameter>\n'
+            '<atem:parameter name="tags">["a", 1, 2.5, true]</atem:parameter>\n') in text
+    assert "</atem:function_calls><|eom|><|start|>assistant to=files.read<|message|>" in text
+    assert '<|start|>tool get_weather<|message|><tool_output name="get_weather">\n{"temp": 18.5}\n</tool_output><|eot|>' in text
+    assert "<|start|>tool call_unknown<|message|>" in text and "<|start|>tool <|message|>" in text
+    assert text.endswith("<|start|>assistant to=user<|message|>Saved: 18.5 °C.<|eot|><|start|>assistant")
+    ok, text = reference(mg, context_for(CONVERSATIONS["mg_system_effort_text"], False))
+    assert ok and "<|message|>You are terse.\nReasoning strength: low\n\n# Valid recipients: \"self\", \"user\".<|eot|>" in text
+    ok, text = reference(mg, context_for(CONVERSATIONS["mg_effort_variable"], False))
+    assert ok and ("Knowledge cutoff: 2025-11-30.\nCurrent date: 2026-09-01.\n\nReasoning strength: xhigh.\n\n"
+                   "# Valid recipients") in text
+    ok, text = reference(mg, context_for(CONVERSATIONS["mg_images"], False))
+    assert ok and "<|start|>user<|message|>Compare <|patch|> and <|patch|><|video|><|eot|>" in text
+    # An answer ends its turn (<|eot|>) unless told otherwise (end_turn), even before a call;
+    # tool calls end with <|eom|> while the assistant speaks next.
+    ok, text = reference(mg, context_for(CONVERSATIONS["mg_answer_then_call"], False))
+    assert ok and text.endswith("<|start|>assistant to=user<|message|>Reading it now.<|eot|>"
+                                "<|start|>assistant to=files.read<|message|><atem:function_calls>\n"
+                                "<atem:invoke name=\"files.read\">\n<atem:parameter name=\"path\">/etc/hostname"
+                                "</atem:parameter>\n<atem:parameter name=\"limit\">1</atem:parameter>\n</atem:invoke>\n"
+                                "</atem:function_calls><|eom|><|start|>assistant to=user<|message|>(still waiting)<|eot|>"
+                                "<|start|>assistant to=self<|message|>Note to self.<|eom|>"
+                                "<|start|>assistant to=user<|message|>Explicitly open turn.<|eom|>")
+    ok, text = reference(mg, context_for(CONVERSATIONS["mg_string_arguments"], False))
+    assert not ok and "must be an object" in text
+
+
+def _official_muse_glimmer():
+    # The released template, from a llama.cpp source tree given at run time; never committed.
+    root = os.environ.get("SQUEEZE_LLAMA_CPP_DIR", "")
+    if not root:
+        return None, "SQUEEZE_LLAMA_CPP_DIR (a llama.cpp source tree or llama-cpp-python sdist) is not set"
+    for sub in ("", os.path.join("vendor", "llama.cpp")):
+        path = os.path.join(root, sub, "models", "templates", "muse-glimmer.jinja")
+        if os.path.isfile(path):
+            return path, ""
+    return None, f"no models/templates/muse-glimmer.jinja under {root}"
+
+
+@pytest.mark.parametrize("add_generation_prompt", [False, True])
+@pytest.mark.parametrize("conv_name", sorted(CONVERSATIONS))
+def test_official_muse_glimmer_template(conv_name, add_generation_prompt, tmp_path):
+    path, why = _official_muse_glimmer()
+    if path is None:
+        pytest.skip(why)
+    official = open(path, encoding="utf-8").read()
+    conv = CONVERSATIONS[conv_name]
+    context = context_for(conv, add_generation_prompt)
+    ok, expected = reference(official, context)
+    # squeeze renders the released template as jinja2 does ...
+    r = run_squeeze(["--template-file", path, "--bos", BOS, "--eos", EOS], tmp_path, conv, add_generation_prompt)
+    check_same(ok, expected, r)
+    # ... and the template written here renders what the released one renders.
+    ours_ok, ours = reference(open(os.path.join(FIXTURES, "muse-glimmer.jinja"), encoding="utf-8").read(), context)
+    assert ours_ok == ok, (ours, expected)
+    if ok:
+        assert ours == expected
 
 
 def test_raise_exception_message_and_position(tmp_path):
