@@ -10,8 +10,10 @@ void add_config_options(Args& args, const std::string& default_config) {
   for (const auto& n : model::builtin_config_names()) names += (names.empty() ? "" : ", ") + n;
   args.option({"--config"}, "NAME", "built-in config (" + names + ")", default_config)
       .option({"--arch"}, "ARCH",
-              "override the architecture (glimmer, llama or gemma3; llama makes every layer global, gemma3 sets "
-              "its options: pre+post norms, QK-norm, GeGLU, NeoX RoPE, scaled embeddings, [L x5 G] pattern)")
+              "override the architecture (glimmer, llama, gemma3 or muse-glimmer; llama makes every layer global, "
+              "gemma3 sets its options: pre+post norms, QK-norm, GeGLU, NeoX RoPE, scaled embeddings, [L x5 G] "
+              "pattern; muse-glimmer sets its: embedding norm, pre+post norms, QK-norm, sigmoid attention gate, "
+              "no RoPE on global layers (every 4th from the last), untied head, logit scale and soft-cap 20)")
       // Coarse bounds that keep every product in int64; ModelConfig::validate() checks
       // the shape as a whole (heads divide, window below the context, ...).
       .int_option({"--layers"}, "N", "override the number of layers", {1, 4096})

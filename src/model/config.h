@@ -83,7 +83,7 @@ struct ModelConfig {
   // Throws squeeze::Error naming the config and the first bad field.
   void validate() const;
   // True when the options are llama's (pre-norm, SwiGLU, no QK-norm, unit scales, no
-  // soft-cap): what the training forward (src/train) implements.
+  // soft-cap). (What the trainer implements: train::training_support_error.)
   bool has_llama_options() const;
 };
 

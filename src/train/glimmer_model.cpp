@@ -1,5 +1,5 @@
-// train/glimmer_model.cpp — see glimmer_model.h. The forward pass mirrors
-// model/glimmer.cpp step for step (shapes: n = B·S tokens, E = n_embd, F = n_ff).
+// train/glimmer_model.cpp — see glimmer_model.h. The forward pass itself is
+// train/glimmer_forward.cpp.
 #include "train/glimmer_model.h"
 
 #include <cmath>
@@ -9,17 +9,15 @@
 #include "gguf/writer.h"
 #include "model/gguf_config.h"
 #include "model/model.h"
-#include "train/ops.h"
+#include "train/glimmer_forward.h"
 
 namespace squeeze::train {
 
 GlimmerModel::GlimmerModel(model::ModelConfig config, text::TokenizerData tokenizer)
     : config_(std::move(config)), tokenizer_(std::move(tokenizer)) {
   config_.validate();
-  // The training forward implements llama's options only (pre-norm, SwiGLU, no QK-norm).
-  SQZ_CHECK(config_.has_llama_options() && config_.rope_type == model::RopeType::normal, "training supports the glimmer "
-            "and llama architectures, not ", config_.arch, " (", model::norm_placement_name(config_.norm_placement),
-            "-norm, ", model::ffn_activation_name(config_.ffn_activation), ")");
+  const std::string unsupported = training_support_error(config_);
+  SQZ_CHECK(unsupported.empty(), config_.name, ": ", unsupported);
   SQZ_CHECK(static_cast<int64_t>(tokenizer_.tokens.size()) == config_.n_vocab, "the tokenizer has ",
             tokenizer_.tokens.size(), " tokens, the model config ", config_.n_vocab);
   for (const model::TensorShape& s : model::weight_tensors(config_)) {
@@ -78,40 +76,11 @@ void GlimmerModel::zero_grad() {
 }
 
 Var GlimmerModel::forward(Tape<float>& t, std::span<const int32_t> tokens, int64_t S, bool with_grad) {
-  const model::ModelConfig& c = config_;
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  SQZ_CHECK(S > 0 && n > 0 && n % S == 0, "forward: ", n, " tokens are not whole sequences of ", S);
-  SQZ_CHECK(S <= c.n_ctx, "forward: sequences of ", S, " tokens exceed the context length ", c.n_ctx);
-  auto leaf = [&](std::string_view name) {
+  const ParamLeaf leaf = [&](std::string_view name) {
     Parameter& p = param(name);
     return t.leaf(p.value, with_grad ? std::span<float>(p.grad) : std::span<float>(), p.rows, p.cols);
   };
-  const Var embd = leaf("token_embd.weight");
-  Var x = embedding(t, embd, tokens);  // x[n, E]
-  for (int64_t il = 0; il < c.n_layer; ++il) {
-    const std::string b = "blk." + std::to_string(il) + ".";
-    const bool local = c.is_local[static_cast<size_t>(il)];
-    const float base = local ? c.rope_base_local : c.rope_base_global;
-
-    // attention block
-    Var h = rmsnorm(t, x, leaf(b + "attn_norm.weight"), c.rms_eps);                       // h[n, E]
-    Var q = rope(t, matmul_nt(t, h, leaf(b + "attn_q.weight")),
-                 {.n_heads = c.n_head, .head_dim = c.head_dim, .seq_len = S, .freq_base = base});  // q[n, H·D]
-    Var k = rope(t, matmul_nt(t, h, leaf(b + "attn_k.weight")),
-                 {.n_heads = c.n_head_kv, .head_dim = c.head_dim, .seq_len = S, .freq_base = base});  // k[n, Hk·D]
-    Var v = matmul_nt(t, h, leaf(b + "attn_v.weight"));                                   // v[n, Hk·D]
-    Var a = attention(t, q, k, v,
-                      {.n_heads = c.n_head, .n_kv_heads = c.n_head_kv, .head_dim = c.head_dim, .seq_len = S,
-                       .window = local ? c.sliding_window : 0});                           // a[n, H·D]
-    x = add(t, x, matmul_nt(t, a, leaf(b + "attn_output.weight")));                       // residual
-
-    // feed-forward block
-    h = rmsnorm(t, x, leaf(b + "ffn_norm.weight"), c.rms_eps);
-    Var g = swiglu(t, matmul_nt(t, h, leaf(b + "ffn_gate.weight")), matmul_nt(t, h, leaf(b + "ffn_up.weight")));  // [n, F]
-    x = add(t, x, matmul_nt(t, g, leaf(b + "ffn_down.weight")));
-  }
-  Var h = rmsnorm(t, x, leaf("output_norm.weight"), c.rms_eps);
-  return matmul_nt(t, h, c.tied_output ? embd : leaf("output.weight"));  // logits[n, V]
+  return record_forward(t, config_, leaf, tokens, S);
 }
 
 void GlimmerModel::export_gguf(const std::string& path, const std::string& name) const {

@@ -1,7 +1,8 @@
-// train/glimmer_model.h — a Glimmer (or llama) model held in f32 for training: the same
+// train/glimmer_model.h — a model of the Glimmer family (glimmer, llama, muse-glimmer: every
+// architecture option but gemma3's NeoX RoPE and GeGLU) held in f32 for training: the same
 // parameterisation and tensor names as the inference model (model::weight_tensors), a
-// forward pass recorded on the autograd tape, and export to a GGUF that
-// `squeeze generate` loads.
+// forward pass recorded on the autograd tape (train/glimmer_forward.h), and export to a GGUF
+// that `squeeze generate` loads.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +33,12 @@ struct InitParams {
 
 class GlimmerModel {
  public:
-  // Fresh weights: matrices N(0, 1/cols) (unit-scale activations), the two projections
-  // that write into the residual stream further scaled by 1/sqrt(2·n_layer) (GPT-2's
-  // depth scaling), norm weights 1.
+  // Fresh weights: matrices N(0, 1/cols) (unit-scale activations; Muse Glimmer's attention
+  // gate too, so sigmoid(gate) starts spread around 1/2), the two projections that write
+  // into the residual stream further scaled by 1/sqrt(2·n_layer) (GPT-2's depth scaling;
+  // with post-norms it only scales their gradients), every norm weight 1 — the QK-norm
+  // weights included: unit-RMS q and k give scores of O(1) at 1/sqrt(D), and the released
+  // model's extra Q scale (≈ 3.87, folded into its q-norm weights) is left to be learnt.
   static GlimmerModel init(const model::ModelConfig& config, text::TokenizerData tokenizer, const InitParams& p);
   // Every tensor of a GGUF model (any type squeeze computes with), dequantized to f32.
   static GlimmerModel load(const std::string& path);

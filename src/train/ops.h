@@ -22,8 +22,17 @@ template <typename T> Var add(Tape<T>& t, Var a, Var b);
 template <typename T> Var scale(Tape<T>& t, Var x, double s);
 // Per row: y = x / sqrt(mean(x²) + eps) · w, w [1, E].
 template <typename T> Var rmsnorm(Tape<T>& t, Var x, Var w, float eps);
+// Per row without a weight: y = x / sqrt(mean(x²) + eps) (Muse Glimmer's embedding norm).
+template <typename T> Var rmsnorm_unweighted(Tape<T>& t, Var x, float eps);
+// Per head (QK-norm): x [n, H·D] normalised over each head's D values, every head scaled
+// by the same w [1, D].
+template <typename T> Var rmsnorm_heads(Tape<T>& t, Var x, Var w, float eps);
 // y = silu(gate) · up, elementwise.
 template <typename T> Var swiglu(Tape<T>& t, Var gate, Var up);
+// y = x ⊙ sigmoid(gate), elementwise (Muse Glimmer's attention output gate).
+template <typename T> Var sigmoid_gate(Tape<T>& t, Var x, Var gate);
+// y = cap · tanh(x / cap), elementwise (the final logit soft-cap); cap > 0.
+template <typename T> Var softcap(Tape<T>& t, Var x, float cap);
 
 // RoPE with normal (adjacent) pairing on rows of n_heads × head_dim values: pair i of a
 // head at position p rotates by p · base^(-2i/head_dim), the angle computed in double and,
@@ -39,13 +48,14 @@ template <typename T> Var rope(Tape<T>& t, Var x, const RopeSpec& spec);
 // Causal grouped-query attention over B sequences of seq_len tokens with materialised
 // scores: q [n, H·D], k and v [n, Hk·D] → out [n, H·D]. Query head h reads KV head
 // h / (H / Hk); position i sees keys j ≤ i, and with window > 0 only j > i - window
-// (kernels/cpu/attention.h's convention). Scores are scaled by 1/sqrt(D).
+// (kernels/cpu/attention.h's convention). Scores are scaled by `scale`, 1/sqrt(D) when 0.
 struct AttentionSpec {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   int64_t seq_len = 0;
   int64_t window = 0;  // 0: global
+  float scale = 0;     // 0: 1/sqrt(head_dim)
 };
 template <typename T> Var attention(Tape<T>& t, Var q, Var k, Var v, const AttentionSpec& spec);
 

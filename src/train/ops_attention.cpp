@@ -38,7 +38,7 @@ Var attention(Tape<T>& t, Var q, Var k, Var v, const AttentionSpec& s) {
             t.cols(v), "] do not fit ", H, " heads / ", Hk, " KV heads of ", D);
   SQZ_CHECK(n % S == 0, "attention: ", n, " rows are not whole sequences of ", S);
   const int64_t B = n / S, G = H / Hk, QW = H * D, KW = Hk * D;
-  const T scale = T(1) / std::sqrt(static_cast<T>(D));
+  const T scale = s.scale > 0 ? static_cast<T>(s.scale) : T(1) / std::sqrt(static_cast<T>(D));
   auto lo = [w = s.window](int64_t i) { return w > 0 ? std::max<int64_t>(0, i - w + 1) : int64_t{0}; };
   // probs[b, h, i, j]: softmax row of query i (only j in [lo(i), i] is meaningful).
   auto probs = std::make_shared<std::vector<T>>(static_cast<size_t>(B * H * S * S), T(0));

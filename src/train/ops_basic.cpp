@@ -1,4 +1,4 @@
-// train/ops_basic.cpp — embedding, matmul, add, RMSNorm, SwiGLU and RoPE with their
+// train/ops_basic.cpp — embedding, matmul, add, scale, SwiGLU and RoPE with their
 // backward steps. Row-parallel work goes to the tape's pool; GEMMs to the BLAS.
 #include <cmath>
 
@@ -6,30 +6,15 @@
 #include "kernels/cpu/rope_tables.h"
 #include "kernels/cpu/blas.h"
 #include "train/ops.h"
+#include "train/ops_rows.h"
 
 namespace squeeze::train {
 
 using kernels::cpu::blas_gemm;
 using kernels::cpu::GemmArgs;
 
-namespace {
-
-template <typename T>
-void check_same(const Tape<T>& t, Var a, Var b, const char* op) {
-  SQZ_CHECK(t.rows(a) == t.rows(b) && t.cols(a) == t.cols(b), op, ": shapes [", t.rows(a), ", ", t.cols(a), "] and [",
-            t.rows(b), ", ", t.cols(b), "] differ");
-}
-
-// Rows in parallel, in chunks big enough to be worth a wake-up.
-template <typename F>
-void for_rows(ThreadPool& pool, int64_t n, int64_t width, F&& fn) {
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, width));
-  pool.parallel_for(0, n, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) fn(r);
-  }, {ThreadPool::Schedule::Static, grain});
-}
-
-}  // namespace
+using detail::check_same;
+using detail::for_rows;
 
 template <typename T>
 Var embedding(Tape<T>& t, Var table, std::span<const int32_t> ids) {
@@ -115,48 +100,6 @@ Var scale(Tape<T>& t, Var x, double s) {
 }
 
 template <typename T>
-Var rmsnorm(Tape<T>& t, Var x, Var w, float eps) {
-  const int64_t n = t.rows(x), E = t.cols(x);
-  SQZ_CHECK(t.size(w) == E, "rmsnorm: weight has ", t.size(w), " values for rows of ", E);
-  Var y = t.output(n, E, t.needs_grad(x) || t.needs_grad(w));
-  // r[i] = 1 / sqrt(mean(x_i²) + eps), kept for backward.
-  auto r = std::make_shared<std::vector<T>>(static_cast<size_t>(n));
-  const T *px = t.value(x), *pw = t.value(w);
-  T* py = t.value(y);
-  for_rows(t.pool(), n, E, [&](int64_t i) {
-    const T* xi = px + i * E;
-    T ss = 0;
-    for (int64_t j = 0; j < E; ++j) ss += xi[j] * xi[j];
-    const T ri = T(1) / std::sqrt(ss / static_cast<T>(E) + static_cast<T>(eps));
-    (*r)[static_cast<size_t>(i)] = ri;
-    for (int64_t j = 0; j < E; ++j) py[i * E + j] = xi[j] * ri * pw[j];
-  });
-  if (t.needs_grad(y)) {
-    t.on_backward([&t, x, w, y, r, n, E] {
-      const T *px = t.value(x), *pw = t.value(w), *gy = t.grad(y);
-      if (T* gx = t.grad(x)) {
-        // dx_j = r·w_j·dy_j − x_j · r³/E · Σ_k dy_k w_k x_k
-        for_rows(t.pool(), n, E, [&](int64_t i) {
-          const T *xi = px + i * E, *gi = gy + i * E;
-          const T ri = (*r)[static_cast<size_t>(i)];
-          T dot = 0;
-          for (int64_t j = 0; j < E; ++j) dot += gi[j] * pw[j] * xi[j];
-          const T c = dot * ri * ri * ri / static_cast<T>(E);
-          for (int64_t j = 0; j < E; ++j) gx[i * E + j] += ri * pw[j] * gi[j] - xi[j] * c;
-        });
-      }
-      if (T* gw = t.grad(w)) {
-        for (int64_t i = 0; i < n; ++i) {
-          const T ri = (*r)[static_cast<size_t>(i)];
-          for (int64_t j = 0; j < E; ++j) gw[j] += gy[i * E + j] * px[i * E + j] * ri;
-        }
-      }
-    });
-  }
-  return y;
-}
-
-template <typename T>
 Var swiglu(Tape<T>& t, Var gate, Var up) {
   check_same(t, gate, up, "swiglu");
   const int64_t m = t.size(gate);
@@ -235,7 +178,6 @@ Var rope(Tape<T>& t, Var x, const RopeSpec& s) {
   template Var matmul_nt<T>(Tape<T>&, Var, Var);                                 \
   template Var add<T>(Tape<T>&, Var, Var);                                       \
   template Var scale<T>(Tape<T>&, Var, double);                                  \
-  template Var rmsnorm<T>(Tape<T>&, Var, Var, float);                            \
   template Var swiglu<T>(Tape<T>&, Var, Var);                                    \
   template Var rope<T>(Tape<T>&, Var, const RopeSpec&);
 SQZ_TRAIN_INSTANTIATE(float)

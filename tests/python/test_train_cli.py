@@ -80,6 +80,35 @@ def test_distill_from_a_trained_teacher(tmp_path):
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+def test_muse_glimmer_train_and_distill(tmp_path):
+    """The muse-glimmer architecture by built-in config (train) and by --arch on another
+    shape (distill from a glimmer teacher): each output is a muse-glimmer file that loads
+    and generates."""
+    def arch_and_tensors(path):
+        r = GGUFReader(str(path))
+        arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+        return arch, {t.name for t in r.tensors}
+
+    model = tmp_path / "mg.gguf"
+    data = tmp_path / "data.txt"
+    data.write_text(TEXT)
+    r = squeeze("train", "--config", "muse-glimmer-tiny", "--data", data, "--steps", 3, "--out", model,
+                "--batch", 2, "--seq-len", 24, "--no-progress", "-t", 1)
+    assert r.returncode == 0, r.stderr
+    arch, names = arch_and_tensors(model)
+    assert arch == "muse-glimmer"
+    assert {"blk.0.attn_gate.weight", "blk.0.attn_q_norm.weight", "blk.0.post_ffw_norm.weight", "output.weight"} <= names
+    teacher, student = tmp_path / "t.gguf", tmp_path / "s.gguf"
+    assert train(tmp_path, teacher).returncode == 0
+    r = squeeze("distill", "--teacher", teacher, "--config", "glimmer-tiny", "--arch", "muse-glimmer", "--data", data,
+                "--steps", 2, "--out", student, "--batch", 2, "--seq-len", 16, "--no-progress", "-t", 1)
+    assert r.returncode == 0, r.stderr
+    assert arch_and_tensors(student)[0] == "muse-glimmer"
+    for m in (model, student):
+        g = squeeze("generate", "-m", m, "-p", "The lamp", "-n", 4, "--temp", 0)
+        assert g.returncode == 0, g.stderr
+
+
 def test_on_policy_distillation_resumes_exactly(tmp_path):
     teacher = tmp_path / "t.gguf"
     assert train(tmp_path, teacher).returncode == 0

@@ -163,10 +163,63 @@ TEST(TrainOps, RmsNorm) {
   check_float_matches_double({{4, 9}, {1, 9}}, b);
 }
 
+TEST(TrainOps, RmsNormUnweighted) {
+  auto b = [](auto& t, const std::vector<Var>& v) { return rmsnorm_unweighted(t, v[0], 1e-5f); };
+  check_gradients({{4, 9}}, b);
+  check_float_matches_double({{4, 9}}, b);
+}
+
+TEST(TrainOps, RmsNormAtPostNormEps) {
+  // Muse Glimmer's post-norms use eps 1e-8: the backward must hold there too, and on rows
+  // of a small scale (1e-2), where eps is no longer negligible against mean(x²) ≈ 1e-4.
+  auto b = [](auto& t, const std::vector<Var>& v) { return rmsnorm(t, v[0], v[1], 1e-8f); };
+  check_gradients({{4, 9}, {1, 9}}, b);
+  check_gradients({{4, 9}, {1, 9}}, b, 2, 1e-2);
+  check_float_matches_double({{4, 9}, {1, 9}}, b);
+}
+
+TEST(TrainOps, RmsNormHeadsSharesTheWeight) {
+  // QK-norm: 3 tokens × 4 heads of 5; the weight's gradient sums over every head.
+  auto b = [](auto& t, const std::vector<Var>& v) { return rmsnorm_heads(t, v[0], v[1], 1e-5f); };
+  check_gradients({{3, 20}, {1, 5}}, b);
+  check_float_matches_double({{3, 20}, {1, 5}}, b);
+  // It is the per-row norm of the same values viewed as [3·4, 5].
+  const auto in = random_inputs({{3, 20}, {1, 5}}, 6);
+  auto x = in[0], w = in[1];
+  Tape<double> t;
+  const Var heads = rmsnorm_heads(t, t.leaf(x, {}, 3, 20), t.leaf(w, {}, 1, 5), 1e-5f);
+  const Var rows = rmsnorm(t, t.leaf(x, {}, 12, 5), t.leaf(w, {}, 1, 5), 1e-5f);
+  for (int64_t i = 0; i < 60; ++i) EXPECT_EQ(t.value(heads)[i], t.value(rows)[i]) << i;
+  // Rows of 15 are not whole heads of 4.
+  EXPECT_THROW(rmsnorm_heads(t, t.leaf(x, {}, 4, 15), t.leaf(std::span<double>(w).first(4), {}, 1, 4), 1e-5f), Error);
+}
+
 TEST(TrainOps, SwiGlu) {
   auto b = [](auto& t, const std::vector<Var>& v) { return swiglu(t, v[0], v[1]); };
   check_gradients({{3, 7}, {3, 7}}, b, 1, 2.0);
   check_float_matches_double({{3, 7}, {3, 7}}, b);
+}
+
+TEST(TrainOps, SigmoidGate) {
+  auto b = [](auto& t, const std::vector<Var>& v) { return sigmoid_gate(t, v[0], v[1]); };
+  check_gradients({{3, 7}, {3, 7}}, b, 1, 2.0);
+  check_float_matches_double({{3, 7}, {3, 7}}, b);
+}
+
+TEST(TrainOps, ScaledSoftCap) {
+  // Muse Glimmer's head: cap · tanh(s·x / cap). Inputs of scale 4 with cap 3 put part of
+  // them deep in tanh's saturation, where 1 − tanh² is small.
+  auto b = [](auto& t, const std::vector<Var>& v) { return softcap(t, scale(t, v[0], 0.75), 3.0f); };
+  check_gradients({{4, 11}}, b, 1, 4.0);
+  check_float_matches_double({{4, 11}}, b);
+  Tape<float> t;
+  std::vector<float> x = {-1e4f, -3.0f, 0.0f, 0.5f, 1e4f};
+  const Var y = softcap(t, t.leaf(x, {}, 1, 5), 2.0f);
+  EXPECT_EQ(t.value(y)[0], -2.0f);  // bounded by the cap
+  EXPECT_EQ(t.value(y)[2], 0.0f);
+  EXPECT_FLOAT_EQ(t.value(y)[3], 2.0f * std::tanh(0.25f));
+  EXPECT_EQ(t.value(y)[4], 2.0f);
+  EXPECT_THROW(softcap(t, t.leaf(x, {}, 1, 5), 0.0f), Error);
 }
 
 TEST(TrainOps, Rope) {
@@ -180,19 +233,35 @@ TEST(TrainOps, Rope) {
 }
 
 TEST(TrainOps, AttentionGqaCausalAndWindowed) {
-  struct Case { int64_t window, H, Hk; };
-  for (const Case& c : {Case{0, 4, 2}, Case{3, 4, 2}, Case{3, 3, 1}, Case{0, 2, 2}}) {
+  struct Case { int64_t window, H, Hk; float scale = 0; };
+  for (const Case& c : {Case{0, 4, 2}, Case{3, 4, 2}, Case{3, 3, 1}, Case{0, 2, 2}, Case{3, 4, 2, 1.3f}}) {
     {
       const int64_t D = 3, S = 7, B = 2, window = c.window, H = c.H, Hk = c.Hk;
+      const float sc = c.scale;
       auto b = [=](auto& t, const std::vector<Var>& v) {
         return attention(t, v[0], v[1], v[2],
-                         {.n_heads = H, .n_kv_heads = Hk, .head_dim = D, .seq_len = S, .window = window});
+                         {.n_heads = H, .n_kv_heads = Hk, .head_dim = D, .seq_len = S, .window = window, .scale = sc});
       };
       const std::vector<Input> in = {{B * S, H * D}, {B * S, Hk * D}, {B * S, Hk * D}};
       check_gradients(in, b);
       check_float_matches_double(in, b);
     }
   }
+}
+
+TEST(TrainOps, AttentionScaleMultipliesTheScores) {
+  // Scores s·q·k equal the default 1/sqrt(D)·(q')·k with q' = s·sqrt(D)·q.
+  const int64_t D = 4, S = 5;
+  const auto in = random_inputs({{S, 2 * D}, {S, D}, {S, D}}, 3);
+  auto q = in[0], k = in[1], v = in[2];
+  const AttentionSpec spec{.n_heads = 2, .n_kv_heads = 1, .head_dim = D, .seq_len = S, .window = 3};
+  AttentionSpec scaled = spec;
+  scaled.scale = 0.5f;  // exact in float and double
+  Tape<double> t;
+  const Var a = attention(t, t.leaf(q, {}, S, 2 * D), t.leaf(k, {}, S, D), t.leaf(v, {}, S, D), scaled);
+  const Var b = attention(t, scale(t, t.leaf(q, {}, S, 2 * D), 0.5 * std::sqrt(double(D))), t.leaf(k, {}, S, D),
+                          t.leaf(v, {}, S, D), spec);
+  for (int64_t i = 0; i < S * 2 * D; ++i) EXPECT_NEAR(t.value(a)[i], t.value(b)[i], 1e-12) << i;
 }
 
 TEST(TrainOps, AttentionWindowMasksOldKeys) {
