@@ -1,0 +1,161 @@
+"""scripts/reference/muse_glimmer_fixtures.py — run by scripts/make-muse-glimmer-fixtures
+(which sets up the venv). Builds tiny random-weight Muse Glimmer checkpoints with the
+reference implementation (transformers' MuseGlimmerForConditionalGeneration), saves them
+as Hugging Face folders and records the reference's outputs on a prompt longer than the
+sliding window, so that NoPE global layers and wrapping local windows are both exercised.
+
+Weights are stored as bf16 (small files) and the reference runs in float32 on exactly
+those bf16 values, so a float32 port can match it to float32 rounding. Every norm weight
+is random (the four per-layer norms scale by 1 + w, the final norm by w): a converter that
+forgets or misplaces the +1 would show.
+"""
+import copy
+import json
+import os
+import pathlib
+import sys
+
+import numpy as np
+import torch
+import transformers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import MuseGlimmerConfig, MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+OUT = ROOT / "tests" / "fixtures" / "muse_glimmer"
+
+SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|patch|>",
+            "<|image_start|>", "<|image_end|>", "<|video|>", "<|mask|>"]
+
+CORPUS = """\
+The keeper of the lighthouse climbed the winding stairs each evening, counted the steps, and
+wound the great clock before the sun went down. Ships passed in the night; some signalled,
+some did not. In the morning he wrote the weather in a small book: wind from the west, 12
+knots, rain after 3 o'clock, a fishing boat named Maria seen at 06:40.
+Agents read screenshots, click buttons, type into fields and call tools such as
+get_weather(city="Paris", days=2) or search(query="tide tables"). They think first, then
+answer the user. Numbers like 3.14159, 2048 and 131072 appear in logs; so do paths such as
+/usr/share/doc and URLs like https://example.org/a?b=c.
+Il fait beau aujourd'hui. Das Wetter ist schön. 今日は晴れです。 Сегодня хорошая погода.
+"""
+
+PROMPT = ("The keeper climbed the stairs and counted 2048 steps; the agent called get_weather(city=\"Paris\") "
+          "while ships passed in the night, and the book said: wind from the west, rain after 3.")
+
+# name → (text config, window, vocab). Shapes as in tests/fixtures/muse_glimmer/README.md.
+CASES = {
+    "tiny": dict(num_hidden_layers=6, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                 intermediate_size=128, vocab_size=512, sliding_window=8, rope_theta=10000.0),
+    "tiny-gqa4": dict(num_hidden_layers=5, hidden_size=64, num_attention_heads=8, num_key_value_heads=2, head_dim=8,
+                      intermediate_size=96, vocab_size=512, sliding_window=5, rope_theta=500000.0,
+                      qk_scale_factor=2.5, output_multiplier=1.5, final_logit_softcapping=6.0, rms_norm_eps=1e-6),
+    "wide": dict(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, num_key_value_heads=1, head_dim=64,
+                 intermediate_size=256, vocab_size=512, sliding_window=16, rope_theta=500000.0),
+}
+
+
+def make_tokenizer(vocab_size):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(SPECIALS), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator([CORPUS], trainer)
+    tok.add_special_tokens(SPECIALS)
+    bos = tok.token_to_id("<|begin_of_text|>")
+    tok.post_processor = processors.TemplateProcessing(single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", bos)])
+    return tok
+
+
+def randomise(model, gen):
+    """Matrices N(0, 0.08²) (embeddings N(0, 1), the head N(0, 0.5²)); the per-layer norms' w around 0 (they scale
+    by 1 + w), the final norm's around 1 (it scales by w)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("layernorm.weight"):
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+            elif p.ndim == 1:
+                p.copy_(1.0 + torch.randn(p.shape, generator=gen) * 0.1)
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=gen))
+            elif name == "lm_head.weight":  # logits of a few units, so the soft-cap bends them
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.08)
+            p.copy_(p.to(torch.bfloat16).to(torch.float32))  # the values the bf16 file holds
+
+
+def q8_noise_sensitivity(model, input_ids, logits):
+    """How far the reference itself moves when its text matrices get Q8_0-sized rounding
+    noise (uniform, a step of max|block of 32| / 127): the scale against which squeeze's
+    quantized files are judged (max and median over positions of max |Δ| / max |ref|)."""
+    noisy = copy.deepcopy(model)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in noisy.named_parameters():
+            if p.ndim == 2 and ("language_model" in n or n == "lm_head.weight"):
+                w = p.view(-1, 32)
+                step = w.abs().amax(1, keepdim=True) / 127
+                p.copy_((w + (torch.rand(w.shape, generator=gen) - 0.5) * step).view(p.shape))
+        out = noisy(input_ids=input_ids).logits[0].float().numpy()
+    e = np.abs(out - logits).max(1) / np.abs(logits).max(1)
+    return {"max": float(e.max()), "median": float(np.median(e))}
+
+
+def make_case(name, text):
+    d = OUT / name
+    d.mkdir(parents=True, exist_ok=True)
+    vocab = text["vocab_size"]
+    tok = make_tokenizer(vocab)
+    theta = text.pop("rope_theta")
+    ids = {s: tok.token_to_id(s) for s in SPECIALS}
+    text_config = dict(text, rope_parameters={"rope_type": "default", "rope_theta": theta},
+                       bos_token_id=ids["<|begin_of_text|>"], eos_token_id=ids["<|end_of_text|>"],
+                       max_position_embeddings=512)
+    # The smallest vision tower the reference builds: convert leaves it out of the text GGUF.
+    vision_config = dict(num_hidden_layers=1, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                         patch_size=14, pos_emb_height=4, pos_emb_width=4, max_position_embeddings=16)
+    config = MuseGlimmerConfig(text_config=text_config, vision_config=vision_config, out_hidden_size=128,
+                               projector_hidden_size=64, image_token_id=ids["<|patch|>"], video_token_id=ids["<|video|>"])
+    torch.manual_seed(0)
+    model = MuseGlimmerForConditionalGeneration(config).eval()
+    randomise(model, torch.Generator().manual_seed(1234))
+
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>")
+    fast.save_pretrained(d)
+    input_ids = fast(PROMPT, return_tensors="pt").input_ids
+    assert input_ids.shape[1] > 2 * text["sliding_window"] + 8, input_ids.shape
+
+    with torch.no_grad():
+        out = model(input_ids=input_ids, output_hidden_states=True)
+    logits = out.logits[0].float().numpy()
+    hidden = torch.stack(out.hidden_states)[:, 0].float().numpy() if out.hidden_states is not None else None
+
+    sensitivity = q8_noise_sensitivity(model, input_ids, logits)
+    model.to(torch.bfloat16).save_pretrained(d)
+    np.save(d / "tokens.npy", input_ids[0].numpy().astype(np.int32))
+    np.save(d / "logits.npy", logits.astype(np.float32))
+    if hidden is not None:
+        np.save(d / "hidden_states.npy", hidden.astype(np.float32))
+    (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
+    cfg = config.text_config
+    return dict(case=name, layers=cfg.num_hidden_layers, hidden=cfg.hidden_size,
+                heads=f"{cfg.num_attention_heads}/{cfg.num_key_value_heads} x {cfg.head_dim}",
+                ffn=cfg.intermediate_size, vocab=cfg.vocab_size, window=cfg.sliding_window,
+                globals=[i for i, t in enumerate(cfg.layer_types) if t == "full_attention"],
+                tokens=int(input_ids.shape[1]), max_abs_logit=float(np.abs(logits).max()),
+                reference_under_q8_noise=sensitivity)
+
+
+def main():
+    torch.set_num_threads(2)
+    only = sys.argv[1:]
+    rows = [make_case(n, dict(c)) for n, c in CASES.items() if not only or n in only]
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__}
+    (OUT / "cases.json").write_text(json.dumps({"versions": versions, "cases": rows}, indent=1) + "\n")
+    for r in rows:
+        print(r)
+
+
+if __name__ == "__main__":
+    main()
