@@ -58,7 +58,7 @@ std::vector<std::string> split_patterns(const json& pre, const std::string& wher
 // llama.cpp's converter names most vocabularies by model: "gpt2", "llama-bpe", ...).
 std::string pre_name(const std::vector<std::string>& patterns, const std::string& where) {
   static const std::vector<std::pair<const char*, text::PreTokenizer>> preferred = {
-      {"gpt2", text::PreTokenizer::gpt2},         {"llama-bpe", text::PreTokenizer::llama3},
+      {"gpt-2", text::PreTokenizer::gpt2},        {"llama-bpe", text::PreTokenizer::llama3},
       {"qwen2", text::PreTokenizer::qwen2},       {"smollm", text::PreTokenizer::starcoder},
       {"deepseek-llm", text::PreTokenizer::deepseek_llm}, {"deepseek-coder", text::PreTokenizer::deepseek_coder},
       {"deepseek-v3", text::PreTokenizer::deepseek_v3},   {"falcon", text::PreTokenizer::falcon},

@@ -185,7 +185,7 @@ def test_tensors_and_keys_as_llama_cpp_writes_them(tmp_path, arch):
     assert kv["general.architecture"] == gguf_arch
     assert kv[f"{gguf_arch}.block_count"] == 2 and kv[f"{gguf_arch}.embedding_length"] == 64
     assert kv[f"{gguf_arch}.attention.head_count_kv"] == 2 and kv[f"{gguf_arch}.feed_forward_length"] == 96
-    assert kv["tokenizer.ggml.model"] == "gpt2" and kv["tokenizer.ggml.pre"] == "gpt2"
+    assert kv["tokenizer.ggml.model"] == "gpt2" and kv["tokenizer.ggml.pre"] == "gpt-2"
     # 262 listed tokens: padded to the model's 300 ([PAD<id>], unused), except that Gemma 3's
     # embedding is cut to the listed tokens instead, as llama.cpp's converter does
     n_vocab = 262 if arch == "gemma3" else 300
