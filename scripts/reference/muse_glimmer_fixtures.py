@@ -19,10 +19,12 @@ import numpy as np
 import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import MuseGlimmerConfig, MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MuseGlimmerConfig,
+                          MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 OUT = ROOT / "tests" / "fixtures" / "muse_glimmer"
+OUT_OTHERS = ROOT / "tests" / "fixtures" / "hf_tiny"  # llama and gemma3, for convert's cross-checks
 
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|patch|>",
             "<|image_start|>", "<|image_end|>", "<|video|>", "<|mask|>"]
@@ -147,12 +149,62 @@ def make_case(name, text):
                 reference_under_q8_noise=sensitivity)
 
 
+def make_other(name, model_cls, config_cls, text, window_types=None):
+    """A tiny llama / gemma3 checkpoint with the same tokenizer and the same recorded outputs."""
+    d = OUT_OTHERS / name
+    d.mkdir(parents=True, exist_ok=True)
+    tok = make_tokenizer(text["vocab_size"])
+    ids = {s: tok.token_to_id(s) for s in SPECIALS}
+    config = config_cls(**text, bos_token_id=ids["<|begin_of_text|>"], eos_token_id=ids["<|end_of_text|>"],
+                        max_position_embeddings=512)
+    torch.manual_seed(0)
+    model = model_cls(config).eval()
+    # Gemma's norms scale by 1 + w (w around 0); llama's by w (around 1).
+    gen = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if p.ndim == 1:
+                p.copy_((0.0 if name == "gemma3" else 1.0) + torch.randn(p.shape, generator=gen) * 0.1)
+            elif "embed_tokens" in n:
+                p.copy_(torch.randn(p.shape, generator=gen) * (0.125 if name == "gemma3" else 1.0))
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.08)
+            p.copy_(p.to(torch.bfloat16).to(torch.float32))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>")
+    fast.save_pretrained(d)
+    input_ids = fast(PROMPT, return_tensors="pt").input_ids
+    with torch.no_grad():
+        logits = model(input_ids=input_ids).logits[0].float().numpy()
+    model.to(torch.bfloat16).save_pretrained(d)
+    np.save(d / "tokens.npy", input_ids[0].numpy().astype(np.int32))
+    np.save(d / "logits.npy", logits.astype(np.float32))
+    (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
+    return dict(case=name, layers=config.num_hidden_layers, hidden=config.hidden_size, tokens=int(input_ids.shape[1]),
+                max_abs_logit=float(np.abs(logits).max()))
+
+
+OTHERS = {
+    "llama": (LlamaForCausalLM, LlamaConfig,
+              dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   intermediate_size=128, vocab_size=512, rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False)),
+    "gemma3": (Gemma3ForCausalLM, Gemma3TextConfig,
+               dict(num_hidden_layers=4, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                    intermediate_size=128, vocab_size=512, sliding_window=8, query_pre_attn_scalar=16,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+                    rms_norm_eps=1e-6, final_logit_softcapping=None)),
+}
+
+
 def main():
     torch.set_num_threads(2)
     only = sys.argv[1:]
     rows = [make_case(n, dict(c)) for n, c in CASES.items() if not only or n in only]
+    others = [make_other(n, m, c, dict(t)) for n, (m, c, t) in OTHERS.items() if not only or n in only]
+    for r in others:
+        print(r)
     versions = {"torch": torch.__version__, "transformers": transformers.__version__}
-    (OUT / "cases.json").write_text(json.dumps({"versions": versions, "cases": rows}, indent=1) + "\n")
+    if len(rows) == len(CASES):  # a partial run leaves the table of all cases as it was
+        (OUT / "cases.json").write_text(json.dumps({"versions": versions, "cases": rows}, indent=1) + "\n")
     for r in rows:
         print(r)
 

@@ -4,7 +4,7 @@ with gguf-py: the keys and tensor names llama.cpp's converter writes, Q/K rows m
 rotate-half to interleaved pairs (llama, muse-glimmer) or kept (gemma3), norm weights
 stored as 1 + w where the architecture scales by 1 + w, Muse Glimmer's synthesised QK-norm
 weights, types (F32 / F16 / BF16 / Q8_0, norms F32), and one-line errors for broken
-checkpoints. The golden logits against transformers are in test_muse_glimmer_golden.py.
+checkpoints. The golden logits against transformers are in test_convert_golden.py.
 """
 import json
 import os

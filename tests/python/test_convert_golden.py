@@ -1,9 +1,10 @@
-"""tests/python/test_muse_glimmer_golden.py — squeeze against the reference implementation
-of Muse Glimmer (transformers 5.25, `MuseGlimmerForConditionalGeneration`) on the tiny
-random checkpoints in tests/fixtures/muse_glimmer/ (made by scripts/make-muse-glimmer-
-fixtures; README there): each checkpoint is converted with `squeeze convert`, its
-recorded prompt run through squeeze's forward pass, and every position's logits compared
-with the reference's: max |Δ| / max |reference| per position.
+"""tests/python/test_convert_golden.py — squeeze against the reference implementations in
+transformers 5.25 (Muse Glimmer's `MuseGlimmerForConditionalGeneration`, and
+`LlamaForCausalLM` / `Gemma3ForCausalLM`) on the tiny random checkpoints in
+tests/fixtures/muse_glimmer/ and tests/fixtures/hf_tiny/ (made by
+scripts/make-muse-glimmer-fixtures; README in muse_glimmer/): each checkpoint is converted
+with `squeeze convert`, its recorded prompt run through squeeze's forward pass, and every
+position's logits compared with the reference's: max |Δ| / max |reference| per position.
 
 Bounds: F32, F16 and BF16 files (the fixtures' weights are bf16 values) with f32 KV, 1e-4
 (the issue's bar; f32 arithmetic on both sides, measured ≤ 1e-5). A Q8_0 file changes the
@@ -20,7 +21,8 @@ import pytest
 
 SQ = os.environ.get("SQUEEZE_BIN", "build/release/tools/squeeze")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CASES = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "tests", "fixtures", "muse_glimmer", "*", "logits.npy")))
+MUSE_CASES = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "tests", "fixtures", "muse_glimmer", "*", "logits.npy")))
+CASES = MUSE_CASES + sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "tests", "fixtures", "hf_tiny", "*", "logits.npy")))
 
 
 def run(*args):
@@ -45,7 +47,8 @@ def relative_errors(ours, ref):
 
 
 def test_fixtures_present():
-    assert CASES, "tests/fixtures/muse_glimmer/*/ has no cases (scripts/make-muse-glimmer-fixtures makes them)"
+    names = {os.path.basename(c) for c in CASES}
+    assert {"tiny", "tiny-gqa4", "wide", "llama", "gemma3"} <= names, names
 
 
 @pytest.mark.parametrize("case", CASES, ids=[os.path.basename(c) for c in CASES])
@@ -70,7 +73,7 @@ def test_16_bit_files_match_reference(case, tmp_path):
         assert relative_errors(ours, ref).max() <= 1e-4, gguf_type
 
 
-@pytest.mark.parametrize("case", CASES, ids=[os.path.basename(c) for c in CASES])
+@pytest.mark.parametrize("case", MUSE_CASES, ids=[os.path.basename(c) for c in MUSE_CASES])
 def test_q8_0_moves_as_the_reference_does_under_q8_0_noise(case, tmp_path):
     # Random tiny models amplify any weight perturbation (sharp QK-normed attention,
     # post-norms): the reference itself moves by `reference_under_q8_noise` when its
