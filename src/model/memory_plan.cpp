@@ -61,6 +61,25 @@ MemoryPlan plan_memory(const ModelConfig& c, const PlanParams& p) {
   plan.activation_bytes = activation_bytes(c, p.batch, ctx);
   plan.total_bytes = plan.weights.bytes + plan.kv.hybrid + plan.activation_bytes;
   plan.fits = plan.total_bytes <= p.device_bytes;
+  plan.total_with_companions = plan.total_bytes;
+  if (p.vision) {
+    const int64_t n = vision_params(*p.vision);
+    char note[160];
+    std::snprintf(note, sizeof note, "%.2fB parameters, F16; %lld layers x %lld, MLP %lld, adapter %lld -> %lld",
+                  n / 1e9, (long long)p.vision->layers, (long long)p.vision->width, (long long)p.vision->mlp,
+                  (long long)p.vision->adapter_hidden, (long long)p.vision->text_width);
+    plan.companions.push_back({"vision projector file (mmproj)", n, 2 * n, note});
+  }
+  if (p.drafter) {
+    const int64_t n = drafter_params(*p.drafter);
+    const auto bytes = static_cast<int64_t>(static_cast<double>(n) * plan.weights.bpw / 8.0);
+    char note[160];
+    std::snprintf(note, sizeof note, "%.2fB parameters at %.2f bpw; %lld layers, shares the target's embedding and head",
+                  n / 1e9, plan.weights.bpw, (long long)p.drafter->layers);
+    plan.companions.push_back({"DFlash drafter", n, bytes, note});
+  }
+  for (const Companion& c : plan.companions) plan.total_with_companions += c.bytes;
+  plan.fits_with_companions = plan.total_with_companions <= p.device_bytes;
   return plan;
 }
 
@@ -121,6 +140,14 @@ std::string format_plan(const MemoryPlan& m) {
                 c.name.c_str(), c.arch.c_str(), m.n_params / 1e9, (long long)c.n_layer, (long long)c.n_embd,
                 (long long)c.n_head, (long long)c.n_head_kv, (long long)c.head_dim, (long long)c.n_ff, (long long)c.n_vocab);
   out += buf;
+  const ParamCount pc = count_params(c);
+  std::snprintf(buf, sizeof buf,
+                "parameters: embedding %.3fB, output head %.3fB, attention %.3fB (%lld x %.1fM%s), FFN %.3fB "
+                "(%lld x %.1fM), norms %.2fM\n",
+                pc.embedding / 1e9, pc.output / 1e9, c.n_layer * pc.attention_per_layer / 1e9, (long long)c.n_layer,
+                pc.attention_per_layer / 1e6, c.attn_gate ? ", output gate included" : "",
+                c.n_layer * pc.ffn_per_layer / 1e9, (long long)c.n_layer, pc.ffn_per_layer / 1e6, pc.norms / 1e6);
+  out += buf;
   std::snprintf(buf, sizeof buf, "layers: %lld local (window %lld, %lld slots each) + %lld global, pattern %s\n",
                 (long long)c.n_local_layers(), (long long)c.sliding_window, (long long)m.kv.local_slots,
                 (long long)c.n_global_layers(), describe_pattern(c.is_local).c_str());
@@ -149,6 +176,16 @@ std::string format_plan(const MemoryPlan& m) {
                 m.fits ? "fits" : "does NOT fit", format_bytes(left >= 0 ? left : -left).c_str(),
                 left >= 0 ? "free" : "short");
   out += buf;
+  if (!m.companions.empty()) {
+    out += "\nbeside the text model:\n";
+    for (const Companion& comp : m.companions) row(out, comp.name, comp.bytes, comp.note);
+    row(out, "total with them", m.total_with_companions);
+    const int64_t left2 = p.device_bytes - m.total_with_companions;
+    std::snprintf(buf, sizeof buf, "device %s with them: %s (%s %s)\n", format_bytes(p.device_bytes).c_str(),
+                  m.fits_with_companions ? "fits" : "does NOT fit", format_bytes(left2 >= 0 ? left2 : -left2).c_str(),
+                  left2 >= 0 ? "free" : "short");
+    out += buf;
+  }
   return out;
 }
 

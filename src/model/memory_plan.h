@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
+#include "model/companion_plan.h"
 #include "model/config.h"
 
 namespace squeeze::model {
@@ -48,6 +49,17 @@ struct PlanParams {
                                        // local_ring_headroom(batch) (model/kv_slots.h)
   int64_t batch = 512;                 // prefill micro-batch (activations, default headroom)
   int64_t device_bytes = 24'000'000'000;  // "24 GB"
+  // Muse Glimmer's companions, planned as separate files beside the text weights.
+  std::optional<VisionShape> vision;   // the projector file, F16 (llama.cpp's mmproj default)
+  std::optional<DrafterShape> drafter; // at the text weights' bits per weight
+};
+
+// A file that shares the device with the model (vision projector, drafter).
+struct Companion {
+  std::string name;
+  int64_t params = 0;
+  int64_t bytes = 0;
+  std::string note;
 };
 
 struct KvSizes {
@@ -71,6 +83,9 @@ struct MemoryPlan {
   int64_t activation_bytes = 0;
   int64_t total_bytes = 0;  // weights + hybrid KV + activations
   bool fits = false;        // total_bytes <= device_bytes
+  std::vector<Companion> companions;
+  int64_t total_with_companions = 0;
+  bool fits_with_companions = false;
 };
 
 // Validates the config and parameters (errors name the field).

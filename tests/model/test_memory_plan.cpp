@@ -237,3 +237,28 @@ TEST(MemoryPlan, ByteSizes) {
   }
   EXPECT_EQ(format_bytes(6979321856), "6.98 GB / 6.50 GiB");
 }
+
+// Counted by hand from the shapes in companion_plan.h and equal to what transformers 5.25
+// builds for the released config (MuseGlimmerVisionModel + adapter + projection:
+// 1,852,639,744 + 41,943,040 + 27,262,976; MuseGlimmerAssistantModel: 2,555,985,152).
+TEST(MemoryPlan, MuseGlimmerCompanions) {
+  // per encoder block: 4·(1536² + 1536) + 2·1536·8960 + 8960 + 1536 + 4·1536 = 36,985,088
+  const int64_t block = 4 * (1536ll * 1536 + 1536) + 2 * 1536ll * 8960 + 8960 + 1536 + 4 * 1536;
+  EXPECT_EQ(block, 36985088);
+  // + patch embedding 1536·2·3·14², positions 32²·1536, ln_pre/ln_post 4·1536, adapter
+  //   6144·4096 + 4096², projection 4096·6656
+  EXPECT_EQ(vision_params(released_muse_glimmer_vision()),
+            50 * block + 1536ll * 1176 + 1024ll * 1536 + 4 * 1536 + 6144ll * 4096 + 4096ll * 4096 + 4096ll * 6656);
+  EXPECT_EQ(vision_params(released_muse_glimmer_vision()), 1921845760);
+  // per drafter layer: 6656·4096·2 + 2·6656·1024 + 3·6656·19968 + 2·128 + 2·6656 = 466,892,032
+  EXPECT_EQ(drafter_params(released_muse_glimmer_drafter()), 5 * 466892032ll + 6656 + 5ll * 6656 * 6656 + 6656);
+  EXPECT_EQ(drafter_params(released_muse_glimmer_drafter()), 2555985152);
+  PlanParams p;
+  p.n_ctx = 131072;
+  p.vision = released_muse_glimmer_vision();
+  p.drafter = released_muse_glimmer_drafter();
+  const MemoryPlan with = plan_memory(builtin_config("muse-glimmer-30b"), p);
+  ASSERT_EQ(with.companions.size(), 2u);
+  EXPECT_EQ(with.companions[0].bytes, 2 * 1921845760ll);
+  EXPECT_EQ(with.total_with_companions, with.total_bytes + with.companions[0].bytes + with.companions[1].bytes);
+}

@@ -1,0 +1,36 @@
+// model/companion_plan.h — the files that travel with a Muse Glimmer text model and share
+// its device: the vision projector (ViT encoder + adapter + projection into the text
+// width, llama.cpp's "mmproj" file) and the DFlash drafter. Parameter counts from their
+// shapes, as transformers' MuseGlimmerVisionModel / MuseGlimmerAssistantModel build them.
+#pragma once
+
+#include <cstdint>
+
+namespace squeeze::model {
+
+struct VisionShape {
+  int64_t layers = 0, width = 0, mlp = 0;  // encoder blocks: LayerNorm, QKV + proj (biased), LayerNorm, fc1/fc2 (biased)
+  int64_t patch = 0, temporal = 0;         // patch embedding: width × (temporal · 3 · patch²), no bias
+  int64_t pos_grid = 0;                    // learned positions: pos_grid² × width
+  int64_t merge = 0;                       // merge × merge pixel shuffle → merge² · width features
+  int64_t adapter_hidden = 0;              // adapter fc1 (merge²·width → hidden), fc2 (hidden → hidden), no biases
+  int64_t text_width = 0;                  // projection hidden → text width, no bias
+};
+
+struct DrafterShape {
+  int64_t layers = 0, width = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0;
+  int64_t target_layers = 0;  // target hidden states concatenated into its input (fc: target_layers · width → width)
+};
+
+// The released Muse Glimmer 30B's (SPEC.md §1): 50 × 1536 (MLP 8960), patch 14 × 2
+// temporal slabs, 32 × 32 positions, 2 × 2 merge, adapter 6144 → 4096 → 4096 → 6656;
+// drafter 5 layers at 6656, 32 / 8 heads × 128, FFN 19968, 5 target layers.
+VisionShape released_muse_glimmer_vision();
+DrafterShape released_muse_glimmer_drafter();
+
+// 1,921,845,760 for the released vision shape; 2,555,985,152 for the released drafter
+// (it shares the target's embedding and output head, so has neither).
+int64_t vision_params(const VisionShape& v);
+int64_t drafter_params(const DrafterShape& d);
+
+}  // namespace squeeze::model
