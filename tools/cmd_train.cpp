@@ -21,6 +21,7 @@
 #include "train/corpus.h"
 #include "train/distill.h"
 #include "train/loss_plot.h"
+#include "train/muse_specials.h"
 #include "train/on_policy.h"
 #include "train/teacher_cache.h"
 #include "train/trainer.h"
@@ -136,6 +137,9 @@ int run(int argc, char** argv, bool distill) {
       .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
       .option({"--plot"}, "FILE.png", "draw the loss curve (training and validation) at the end")
       .option({"--name"}, "TEXT", "general.name of the output (default: the config's name, command and seed)")
+      .option({"--specials"}, "muse-glimmer",
+              "name the vocabulary's 8 special tokens as Muse Glimmer's (<|begin_of_text|> <|eot|> <|eom|> <|start|>\n"
+              "<|message|> <|image_start|> <|image_end|> <|mask|>) and append <|patch|> to the exported model")
       .int_option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)",
                   {0, int64_t{1} << 40}, "0")
       .int_option({"--seed"}, "N", "seed for the initial weights and the data order", {0, cli::kMaxSeed}, "1")
@@ -180,6 +184,9 @@ int run(int argc, char** argv, bool distill) {
     SQZ_CHECK(std::filesystem::is_directory(dir), args.get("--plot"), ": no directory ", dir.string(), " for the plot");
   }
   const int64_t stop_after = args.get_int("--stop-after");
+  SQZ_CHECK(!args.has("--specials") || args.get("--specials") == "muse-glimmer", "--specials must be muse-glimmer (got '",
+            args.get("--specials"), "')");
+  const bool muse_specials = args.has("--specials");
   const std::string text = train::read_text_file(args.get("--data"));
   model::ModelConfig config = cli::config_from_args(args);
   std::optional<train::GlimmerModel> teacher;
@@ -206,8 +213,10 @@ int run(int argc, char** argv, bool distill) {
     model.emplace(train::GlimmerModel::load(args.get("--init")));
     SQZ_CHECK(model->config().n_vocab == teacher->config().n_vocab, args.get("--init"), ": a vocabulary of ",
               model->config().n_vocab, " tokens, the teacher has ", teacher->config().n_vocab);
+    text::TokenizerData want = teacher->tokenizer();
+    if (muse_specials) train::rename_to_muse_glimmer_specials(want);
     for (int32_t id = 0; id < model->config().n_vocab; ++id)
-      SQZ_CHECK(model->tokenizer().tokens[static_cast<size_t>(id)] == teacher->tokenizer().tokens[static_cast<size_t>(id)],
+      SQZ_CHECK(model->tokenizer().tokens[static_cast<size_t>(id)] == want.tokens[static_cast<size_t>(id)],
                 args.get("--init"), ": its tokenizer differs from the teacher's (token ", id, ")");
   } else {
     text::TokenizerData tok;
@@ -220,6 +229,7 @@ int run(int argc, char** argv, bool distill) {
     } else {
       tok = train::train_tokenizer(std::string_view(text).substr(0, static_cast<size_t>(sample)), config.n_vocab);
     }
+    if (muse_specials) train::rename_to_muse_glimmer_specials(tok);
     model.emplace(train::GlimmerModel::init(config, std::move(tok), {.seed = seed}));
   }
   const text::Tokenizer tokenizer(model->tokenizer());
@@ -282,6 +292,7 @@ int run(int argc, char** argv, bool distill) {
     std::fprintf(stderr, "teacher cache %s: %lld windows; this run read %lld, computed %lld\n",
                  teacher_cache->path().c_str(), static_cast<long long>(teacher_cache->entries()),
                  static_cast<long long>(teacher_cache->hits()), static_cast<long long>(teacher_cache->misses()));
+  if (muse_specials) train::append_muse_patch_token(*model);  // the exported file only; checkpoints keep the training vocabulary
   model->export_gguf(args.get("--out"), run_name);
   write_plot(args, trainer, run_name);  // after the model: a plot that fails loses nothing
 

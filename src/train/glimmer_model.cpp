@@ -83,6 +83,17 @@ Var GlimmerModel::forward(Tape<float>& t, std::span<const int32_t> tokens, int64
   return record_forward(t, config_, leaf, tokens, S);
 }
 
+void GlimmerModel::grow_vocabulary(int64_t n) {
+  SQZ_CHECK(n >= 0, "grow_vocabulary: n must be >= 0");
+  for (Parameter& p : params_) {
+    if (p.name != "token_embd.weight" && p.name != "output.weight") continue;
+    p.rows += n;
+    p.value.resize(static_cast<size_t>(p.size()), 0.0f);
+    p.grad.resize(static_cast<size_t>(p.size()), 0.0f);
+  }
+  config_.n_vocab += n;
+}
+
 void GlimmerModel::export_gguf(const std::string& path, const std::string& name) const {
   gguf::Writer w(path);
   model::write_config(w.metadata(), config_);

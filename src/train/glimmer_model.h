@@ -59,6 +59,11 @@ class GlimmerModel {
   // constants (a frozen teacher): nothing is recorded for backward.
   Var forward(Tape<float>& t, std::span<const int32_t> tokens, int64_t seq_len, bool with_grad = true);
 
+  // For vocabulary edits before export (train/muse_specials.h): the tokenizer, and n more
+  // vocabulary rows (zeros) in token_embd and an untied output head.
+  text::TokenizerData& tokenizer_mut() { return tokenizer_; }
+  void grow_vocabulary(int64_t n);
+
   // Writes config, tokenizer and every weight as F32 (GGUF, atomically).
   void export_gguf(const std::string& path, const std::string& name) const;
 
