@@ -88,3 +88,19 @@ configure_and_build() {
 BUILD_RELEASE="$ROOT/build/release"
 BUILD_SANITIZE="$ROOT/build/sanitize"
 BUILD_TSAN="$ROOT/build/tsan"
+
+# Training stages (scripts/train-models, scripts/train-muse-student); $OUT and $SQ set by the caller.
+# train_stage NAME CMD... — runs CMD unless NAME's model exists; resumes from its checkpoint.
+train_stage() {
+  local name="$1"; shift
+  local model="$OUT/$name.f32.gguf" ckpt="$OUT/$name.ckpt.gguf"
+  if [ -f "$model" ]; then log "$name: $model exists, skipped"; return 0; fi
+  local resume=()
+  [ -f "$ckpt" ] && resume=(--resume "$ckpt")
+  log "$name: $*"
+  local t0=$SECONDS
+  "$@" "${resume[@]}" --checkpoint "$ckpt" --loss-csv "$OUT/$name.loss.csv" --plot "$OUT/$name.loss.png" \
+    --out "$model" 2>&1 | tee "$OUT/$name.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { log "$name failed"; exit 1; }
+  echo "$((SECONDS - t0))" > "$OUT/$name.seconds"
+}
