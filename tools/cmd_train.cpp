@@ -11,9 +11,11 @@
 #include <sstream>
 
 #include "args.h"
+#include "chat/template.h"
 #include "command.h"
 #include "config_options.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "gguf/atomic_file.h"
 #include "model/gguf_config.h"
@@ -137,6 +139,7 @@ int run(int argc, char** argv, bool distill) {
       .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
       .option({"--plot"}, "FILE.png", "draw the loss curve (training and validation) at the end")
       .option({"--name"}, "TEXT", "general.name of the output (default: the config's name, command and seed)")
+      .option({"--chat-template"}, "FILE", "a Jinja chat template to store in the exported model (tokenizer.chat_template)")
       .option({"--specials"}, "muse-glimmer",
               "name the vocabulary's 8 special tokens as Muse Glimmer's (<|begin_of_text|> <|eot|> <|eom|> <|start|>\n"
               "<|message|> <|image_start|> <|image_end|> <|mask|>) and append <|patch|> to the exported model")
@@ -187,6 +190,12 @@ int run(int argc, char** argv, bool distill) {
   SQZ_CHECK(!args.has("--specials") || args.get("--specials") == "muse-glimmer", "--specials must be muse-glimmer (got '",
             args.get("--specials"), "')");
   const bool muse_specials = args.has("--specials");
+  std::string chat_template;
+  if (args.has("--chat-template")) {  // read and parsed now, not after hours of training
+    chat_template = read_whole_file(args.get("--chat-template"));
+    SQZ_CHECK(!chat_template.empty(), args.get("--chat-template"), ": the chat template is empty");
+    const chat::Template check(chat_template, {});
+  }
   const std::string text = train::read_text_file(args.get("--data"));
   model::ModelConfig config = cli::config_from_args(args);
   std::optional<train::GlimmerModel> teacher;
@@ -293,7 +302,7 @@ int run(int argc, char** argv, bool distill) {
                  teacher_cache->path().c_str(), static_cast<long long>(teacher_cache->entries()),
                  static_cast<long long>(teacher_cache->hits()), static_cast<long long>(teacher_cache->misses()));
   if (muse_specials) train::append_muse_patch_token(*model);  // the exported file only; checkpoints keep the training vocabulary
-  model->export_gguf(args.get("--out"), run_name);
+  model->export_gguf(args.get("--out"), run_name, chat_template);
   write_plot(args, trainer, run_name);  // after the model: a plot that fails loses nothing
 
   const auto& h = trainer.history();

@@ -94,10 +94,11 @@ void GlimmerModel::grow_vocabulary(int64_t n) {
   config_.n_vocab += n;
 }
 
-void GlimmerModel::export_gguf(const std::string& path, const std::string& name) const {
+void GlimmerModel::export_gguf(const std::string& path, const std::string& name, const std::string& chat_template) const {
   gguf::Writer w(path);
   model::write_config(w.metadata(), config_);
   model::write_tokenizer(w.metadata(), tokenizer_);
+  if (!chat_template.empty()) w.metadata().set("tokenizer.chat_template", gguf::Value::string(chat_template));
   w.metadata().set("general.name", gguf::Value::string(name));
   w.metadata().set("general.file_type", gguf::Value::u32(0));  // all F32
   for (const Parameter& p : params_) {

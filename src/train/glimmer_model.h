@@ -64,8 +64,9 @@ class GlimmerModel {
   text::TokenizerData& tokenizer_mut() { return tokenizer_; }
   void grow_vocabulary(int64_t n);
 
-  // Writes config, tokenizer and every weight as F32 (GGUF, atomically).
-  void export_gguf(const std::string& path, const std::string& name) const;
+  // Writes config, tokenizer and every weight as F32 (GGUF, atomically), and the chat
+  // template as tokenizer.chat_template when one is given.
+  void export_gguf(const std::string& path, const std::string& name, const std::string& chat_template = {}) const;
 
  private:
   GlimmerModel(model::ModelConfig config, text::TokenizerData tokenizer);

@@ -109,6 +109,44 @@ def test_muse_glimmer_train_and_distill(tmp_path):
         assert g.returncode == 0, g.stderr
 
 
+def test_muse_glimmer_specials_and_chat_template(tmp_path):
+    """--specials muse-glimmer renames the vocabulary's eight specials by role (ids kept, so
+    distillation from a teacher with the old names is unchanged) and appends <|patch|> to
+    the exported model; --chat-template stores the template. Bad values fail with one line
+    before any training."""
+    data = tmp_path / "data.txt"
+    data.write_text(TEXT)
+    teacher, student, onp = tmp_path / "t.gguf", tmp_path / "s.gguf", tmp_path / "o.gguf"
+    assert train(tmp_path, teacher).returncode == 0
+    tmpl = tmp_path / "t.jinja"
+    tmpl.write_text("{% for m in messages %}<|start|>{{ m['role'] }}<|message|>{{ m['content'] }}<|eot|>{% endfor %}")
+    common = ["--teacher", teacher, "--config", "glimmer-tiny", "--arch", "muse-glimmer", "--data", data, "--steps", 2,
+              "--batch", 2, "--seq-len", 16, "--no-progress", "-t", 1, "--specials", "muse-glimmer", "--chat-template", tmpl]
+    r = squeeze("distill", *common, "--out", student, "--checkpoint", tmp_path / "ck.gguf")
+    assert r.returncode == 0, r.stderr
+    g = GGUFReader(str(student))
+    f = g.fields["tokenizer.ggml.tokens"]
+    tokens = [bytes(f.parts[i]).decode() for i in f.data]
+    assert tokens[:3] == ["<|begin_of_text|>", "<|eot|>", "<|eom|>"] and tokens[-1] == "<|patch|>"
+    t = GGUFReader(str(teacher)).fields["tokenizer.ggml.tokens"]
+    assert len(tokens) == len(t.data) + 1
+    assert tokens[8:-1] == [bytes(t.parts[i]).decode() for i in t.data][8:]  # every other token as the teacher's
+    assert {x.name: x for x in g.tensors}["output.weight"].shape[1] == len(tokens)
+    c = g.fields["tokenizer.chat_template"]
+    assert bytes(c.parts[c.data[0]]).decode() == tmpl.read_text()
+    out = squeeze("generate", "-m", student, "--chat", "-p", "Who?", "-n", 3, "--temp", 0)
+    assert out.returncode == 0, out.stderr
+    # on-policy from the (renamed) checkpoint: the teacher's tokens are compared as renamed
+    r = squeeze("distill", "--teacher", teacher, "--init", tmp_path / "ck.gguf", "--on-policy", "--data", data,
+                "--steps", 1, "--batch", 2, "--seq-len", 20, "--prompt-len", 8, "--no-progress", "-t", 1,
+                "--specials", "muse-glimmer", "--out", onp)
+    assert r.returncode == 0, r.stderr
+    for bad, needle in ((["--specials", "harmony"], "--specials"), (["--chat-template", tmp_path / "none.jinja"], "none.jinja")):
+        r = squeeze("distill", *common[:-4], *bad, "--out", tmp_path / "bad.gguf")
+        assert r.returncode == 1 and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert not (tmp_path / "bad.gguf").exists()
+
+
 def test_on_policy_distillation_resumes_exactly(tmp_path):
     teacher = tmp_path / "t.gguf"
     assert train(tmp_path, teacher).returncode == 0
