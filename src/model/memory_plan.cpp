@@ -129,6 +129,15 @@ void row(std::string& out, const std::string& what, int64_t bytes, const std::st
                 format_bytes(bytes).c_str(), note.empty() ? "" : "  ", note.c_str());
   out += buf;
 }
+// "device 24.00 GB / 22.35 GiB<what>: fits (5.09 GB / 4.74 GiB free)"
+std::string verdict(int64_t device, int64_t total, const char* what) {
+  char buf[256];
+  const int64_t left = device - total;
+  std::snprintf(buf, sizeof buf, "device %s%s: %s (%s %s)\n", format_bytes(device).c_str(), what,
+                left >= 0 ? "fits" : "does NOT fit", format_bytes(left >= 0 ? left : -left).c_str(),
+                left >= 0 ? "free" : "short");
+  return buf;
+}
 }  // namespace
 
 std::string format_plan(const MemoryPlan& m) {
@@ -171,20 +180,12 @@ std::string format_plan(const MemoryPlan& m) {
   std::snprintf(buf, sizeof buf, "f32 prefill batch %lld", (long long)std::min(p.batch, p.n_ctx));
   row(out, "activations + scratch", m.activation_bytes, buf);
   row(out, "total (weights + hybrid KV + act.)", m.total_bytes);
-  const int64_t left = p.device_bytes - m.total_bytes;
-  std::snprintf(buf, sizeof buf, "\ndevice %s: %s (%s %s)\n", format_bytes(p.device_bytes).c_str(),
-                m.fits ? "fits" : "does NOT fit", format_bytes(left >= 0 ? left : -left).c_str(),
-                left >= 0 ? "free" : "short");
-  out += buf;
+  out += "\n" + verdict(p.device_bytes, m.total_bytes, "");
   if (!m.companions.empty()) {
     out += "\nbeside the text model:\n";
     for (const Companion& comp : m.companions) row(out, comp.name, comp.bytes, comp.note);
     row(out, "total with them", m.total_with_companions);
-    const int64_t left2 = p.device_bytes - m.total_with_companions;
-    std::snprintf(buf, sizeof buf, "device %s with them: %s (%s %s)\n", format_bytes(p.device_bytes).c_str(),
-                  m.fits_with_companions ? "fits" : "does NOT fit", format_bytes(left2 >= 0 ? left2 : -left2).c_str(),
-                  left2 >= 0 ? "free" : "short");
-    out += buf;
+    out += verdict(p.device_bytes, m.total_with_companions, " with them");
   }
   return out;
 }
