@@ -1,7 +1,8 @@
-"""tests/python/test_shipped_models.py — the models shipped in models/ (scripts/train-models):
-shapes as documented (the student glimmer-shaped, about a third of the teacher), both
-generate text, and `squeeze eval` on the KJV test split reproduces the perplexities
-recorded in models/expected-eval.json by scripts/distill-report."""
+"""tests/python/test_shipped_models.py — the models shipped in models/ (scripts/train-models,
+scripts/train-muse-student): shapes as documented (the student a `muse-glimmer` model of
+the glimmer-kjv shape, under half the teacher, with Muse Glimmer's special tokens and chat
+template), both generate text, and `squeeze eval` on the KJV test split reproduces the
+perplexities recorded in models/expected-eval.json."""
 import json
 import os
 import pathlib
@@ -13,7 +14,7 @@ from gguf import GGUFReader
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SQ = os.environ.get("SQUEEZE_BIN", str(ROOT / "build/release/tools/squeeze"))
 DATA = pathlib.Path(os.environ.get("SQUEEZE_DATA", ROOT / "build/data/kjv"))
-STUDENT = ROOT / "models/glimmer-kjv.f16.gguf"
+STUDENT = ROOT / "models/muse-glimmer-kjv.f16.gguf"
 TEACHER = ROOT / "models/kjv-teacher.q8_0.gguf"
 
 
@@ -40,14 +41,38 @@ def meta(path):
 def test_shapes_and_sizes():
     s, s_params = meta(STUDENT)
     t, t_params = meta(TEACHER)
-    assert s["general.architecture"] == "glimmer"
-    n_layer = s["glimmer.block_count"]
+    assert s["general.architecture"] == "muse-glimmer"
+    n_layer = s["muse-glimmer.block_count"]
     assert n_layer % 4 == 0
-    heads, kv = s["glimmer.attention.head_count"], s["glimmer.attention.head_count_kv"]
+    heads, kv = s["muse-glimmer.attention.head_count"], s["muse-glimmer.attention.head_count_kv"]
     assert kv * 4 <= heads
-    assert s["glimmer.attention.sliding_window"] * 2 <= s["glimmer.context_length"]
-    assert 0.25 <= s_params / t_params <= 0.45
+    assert s["muse-glimmer.attention.sliding_window"] * 2 <= s["muse-glimmer.context_length"]
+    assert s["muse-glimmer.logit_scale"] == pytest.approx(1.0) and s["muse-glimmer.final_logit_softcapping"] == 20.0
+    # untied head and attention gates: 7.1M against the teacher's 15.5M
+    assert 0.25 <= s_params / t_params <= 0.5
     assert STUDENT.stat().st_size + TEACHER.stat().st_size < 40 * 2**20
+
+
+def test_student_carries_muse_glimmer_specials_and_template():
+    r = GGUFReader(str(STUDENT))
+    f = r.fields["tokenizer.ggml.tokens"]
+    tokens = [bytes(f.parts[i]).decode() for i in f.data]
+    types = r.fields["tokenizer.ggml.token_type"]
+    types = [types.parts[i][0].item() for i in types.data]
+    want = ["<|begin_of_text|>", "<|eot|>", "<|eom|>", "<|start|>", "<|message|>", "<|image_start|>", "<|image_end|>",
+            "<|mask|>"]
+    assert tokens[:8] == want and all(t == 3 for t in types[:8])
+    assert tokens[-1] == "<|patch|>" and types[-1] == 3 and len(tokens) == 4097
+    tmpl = r.fields["tokenizer.chat_template"]
+    assert "Reasoning strength" in bytes(tmpl.parts[tmpl.data[0]]).decode()
+    out = run("tokenize", "-m", STUDENT, "-p", "<|start|>user<|message|>Hi<|eot|><|patch|>", "--no-bos")
+    ids = [int(x) for x in out.split()]
+    assert ids[0] == 3 and 4 in ids and 1 in ids and ids[-1] == 4096
+
+
+def test_student_chats_in_the_muse_glimmer_format():
+    out = run("generate", "-m", STUDENT, "--chat", "-p", "Who made the heaven and the earth?", "-n", 16, "--temp", 0)
+    assert out.strip(), out
 
 
 @pytest.mark.parametrize("model", [STUDENT, TEACHER], ids=["student", "teacher"])
@@ -61,7 +86,7 @@ def test_generates_text(model):
 @pytest.mark.skipif(not (DATA / "test.txt").exists(), reason="scripts/prepare-corpus not run")
 def test_eval_reproduces_recorded_perplexity(tmp_path):
     expected = json.loads((ROOT / "models/expected-eval.json").read_text())
-    for name, model in (("glimmer-kjv", STUDENT), ("kjv-teacher", TEACHER)):
+    for name, model in (("muse-glimmer-kjv", STUDENT), ("kjv-teacher", TEACHER)):
         js = tmp_path / f"{name}.json"
         run("eval", "-m", model, "-f", DATA / "test.txt", "--ctx", 256, "--chunks", 8, "--json", js)
         got = json.loads(js.read_text())
