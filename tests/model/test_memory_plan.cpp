@@ -53,7 +53,7 @@ TEST(ModelConfig, TensorShapesAddUpToTheParameterCount) {
     const ModelConfig c = builtin_config(name);
     c.validate();
     const auto tensors = weight_tensors(c);
-    const int64_t per_layer = 9 + (c.qk_norm ? 2 : 0) + (c.norm_placement == NormPlacement::both ? 2 : 0);
+    const int64_t per_layer = 9 + (c.qk_norm ? 2 : 0) + (c.norm_placement == NormPlacement::both ? 2 : 0) + (c.attn_gate ? 1 : 0);
     EXPECT_EQ(tensors.size(), static_cast<size_t>(per_layer * c.n_layer + 2 + (c.tied_output ? 0 : 1))) << name;
     int64_t sum = 0;
     for (const auto& t : tensors) sum += t.elements();
