@@ -255,11 +255,12 @@ void plan_muse_glimmer(const HfConfig& h, ConvertPlan& p, float& qk_scale) {
   c.is_local = h.layer_types(c.n_layer).value_or(model::period_pattern_from_last(c.n_layer, 4));
   const double theta = h.rope_theta("sliding_attention", 500000.0);
   c.rope_base_global = c.rope_base_local = static_cast<float>(theta);
-  // layer_rope_theta: 0 (NoPE) must mark exactly the global layers and the others share one base.
+  // layer_rope_theta: transformers only tests each entry for 0 (NoPE) and otherwise uses
+  // the one rope_theta, so its zeros must be exactly the global layers (what GGUF can say);
+  // other values are ignored there and here.
   if (const nlohmann::json* lrt = h.find("layer_rope_theta")) {
     if (!lrt->is_array() || static_cast<int64_t>(lrt->size()) != c.n_layer)
       fail(h.where(), ": \"layer_rope_theta\" must be an array of ", c.n_layer, " numbers");
-    std::optional<double> local_base;
     for (int64_t i = 0; i < c.n_layer; ++i) {
       const nlohmann::json& v = (*lrt)[static_cast<size_t>(i)];
       if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
@@ -268,11 +269,7 @@ void plan_muse_glimmer(const HfConfig& h, ConvertPlan& p, float& qk_scale) {
       if ((t == 0) == c.is_local[static_cast<size_t>(i)])
         fail(h.where(), ": layer_rope_theta[", i, "] is ", t, " on a ", c.is_local[static_cast<size_t>(i)] ? "sliding" : "full",
              " layer; squeeze runs RoPE on exactly the sliding layers");
-      if (t == 0) continue;
-      if (local_base && *local_base != t) fail(h.where(), ": layer_rope_theta has more than one base for the sliding layers");
-      local_base = t;
     }
-    if (local_base) c.rope_base_local = static_cast<float>(*local_base);
   }
   qk_scale = static_cast<float>(h.number_or("qk_scale_factor", 3.87));
   if (!(qk_scale > 0)) fail(h.where(), ": \"qk_scale_factor\" must be positive");

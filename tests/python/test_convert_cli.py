@@ -297,3 +297,17 @@ def test_errors_are_one_line_and_leave_nothing(tmp_path):
     assert r.returncode == 1 and "Q9_9" in r.stderr
     r = run("convert", str(tmp_path / "nonexistent"), str(tmp_path / "y.gguf"), ok=False)
     assert r.returncode == 1 and r.stderr.count("\n") == 1
+
+
+def test_muse_layer_rope_theta(tmp_path):
+    # transformers reads only the zeros of layer_rope_theta (NoPE); other values fall back to
+    # rope_theta. Zeros must be exactly the full-attention layers (layer 1 of 2 here).
+    ok = str(tmp_path / "ok")
+    make_checkpoint(ok, "muse", config_edit=lambda c: c["text_config"].__setitem__("layer_rope_theta", [123.0, 0]))
+    run("convert", ok, str(tmp_path / "ok.gguf"), "--type", "F32", "--quiet")
+    kv, _ = read_gguf(str(tmp_path / "ok.gguf"))
+    assert kv["muse-glimmer.rope.freq_base"] == 500000.0 and "muse-glimmer.rope.freq_base_swa" not in kv
+    bad = str(tmp_path / "bad")
+    make_checkpoint(bad, "muse", config_edit=lambda c: c["text_config"].__setitem__("layer_rope_theta", [0, 0]))
+    r = run("convert", bad, str(tmp_path / "bad.gguf"), "--quiet", ok=False)
+    assert r.returncode == 1 and "layer_rope_theta[0]" in r.stderr and r.stderr.count("\n") == 1
