@@ -22,6 +22,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MuseGlimmerConfig,
                           MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast)
 
+import muse_glimmer_numpy
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 OUT = ROOT / "tests" / "fixtures" / "muse_glimmer"
 OUT_OTHERS = ROOT / "tests" / "fixtures" / "hf_tiny"  # llama and gemma3, for convert's cross-checks
@@ -104,6 +106,24 @@ def q8_noise_sensitivity(model, input_ids, logits):
     return {"max": float(e.max()), "median": float(np.median(e))}
 
 
+def relative_error(ours, ref):
+    """The consumers' measure: max over positions of max |Δ| / max |reference| (row-wise)."""
+    ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    return float((np.abs(ours - ref).max(-1) / np.abs(ref).max(-1)).max())
+
+
+def check_saved(d, model_cls, input_ids, logits, hidden):
+    """The folder as written must give back what was recorded: reloading it (bf16 → f32) is
+    the same model, so any difference means the file does not hold the weights the
+    reference ran on. from_pretrained defaults to use_kernels=True in 5.25 and then fails
+    without the `kernels` package (Python >= 3.12), hence use_kernels=False."""
+    again = model_cls.from_pretrained(d, dtype=torch.float32, use_kernels=False).eval()
+    with torch.no_grad():
+        out = again(input_ids=input_ids, output_hidden_states=True)
+    assert relative_error(out.logits[0].numpy(), logits) <= 1e-6, d
+    assert relative_error(torch.stack(out.hidden_states)[:, 0].numpy(), hidden) <= 1e-6, d
+
+
 def make_case(name, text):
     d = OUT / name
     d.mkdir(parents=True, exist_ok=True)
@@ -131,22 +151,27 @@ def make_case(name, text):
     with torch.no_grad():
         out = model(input_ids=input_ids, output_hidden_states=True)
     logits = out.logits[0].float().numpy()
-    hidden = torch.stack(out.hidden_states)[:, 0].float().numpy() if out.hidden_states is not None else None
+    hidden = torch.stack(out.hidden_states)[:, 0].float().numpy()
 
     sensitivity = q8_noise_sensitivity(model, input_ids, logits)
     model.to(torch.bfloat16).save_pretrained(d)
     np.save(d / "tokens.npy", input_ids[0].numpy().astype(np.int32))
     np.save(d / "logits.npy", logits.astype(np.float32))
-    if hidden is not None:
-        np.save(d / "hidden_states.npy", hidden.astype(np.float32))
+    np.save(d / "hidden_states.npy", hidden.astype(np.float32))
     (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
+    check_saved(d, MuseGlimmerForConditionalGeneration, input_ids, logits, hidden)
+    # The README's facts about the reference, re-derived: a float64 numpy pass over the
+    # saved file must land within f32 rounding of transformers' float32 outputs.
+    np_logits, np_hidden = muse_glimmer_numpy.forward(d, input_ids[0].tolist())
+    independent = {"logits": relative_error(np_logits, logits), "hidden_states": relative_error(np_hidden, hidden)}
+    assert max(independent.values()) <= 1e-4, (name, independent)
     cfg = config.text_config
     return dict(case=name, layers=cfg.num_hidden_layers, hidden=cfg.hidden_size,
                 heads=f"{cfg.num_attention_heads}/{cfg.num_key_value_heads} x {cfg.head_dim}",
                 ffn=cfg.intermediate_size, vocab=cfg.vocab_size, window=cfg.sliding_window,
                 globals=[i for i, t in enumerate(cfg.layer_types) if t == "full_attention"],
                 tokens=int(input_ids.shape[1]), max_abs_logit=float(np.abs(logits).max()),
-                reference_under_q8_noise=sensitivity)
+                reference_under_q8_noise=sensitivity, numpy_float64_vs_reference=independent)
 
 
 def make_other(name, model_cls, config_cls, text, window_types=None):
@@ -174,13 +199,23 @@ def make_other(name, model_cls, config_cls, text, window_types=None):
     fast.save_pretrained(d)
     input_ids = fast(PROMPT, return_tensors="pt").input_ids
     with torch.no_grad():
-        logits = model(input_ids=input_ids).logits[0].float().numpy()
+        out = model(input_ids=input_ids, output_hidden_states=True)
+    logits = out.logits[0].float().numpy()
+    hidden = torch.stack(out.hidden_states)[:, 0].float().numpy()
     model.to(torch.bfloat16).save_pretrained(d)
     np.save(d / "tokens.npy", input_ids[0].numpy().astype(np.int32))
     np.save(d / "logits.npy", logits.astype(np.float32))
+    np.save(d / "hidden_states.npy", hidden.astype(np.float32))
     (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
-    return dict(case=name, layers=config.num_hidden_layers, hidden=config.hidden_size, tokens=int(input_ids.shape[1]),
-                max_abs_logit=float(np.abs(logits).max()))
+    check_saved(d, model_cls, input_ids, logits, hidden)
+    return dict(case=name, arch=model_cls.__name__,
+                layers=config.num_hidden_layers, hidden=config.hidden_size,
+                heads=f"{config.num_attention_heads}/{config.num_key_value_heads} x {config.head_dim}",
+                ffn=config.intermediate_size, vocab=config.vocab_size,
+                window=getattr(config, "sliding_window", None) if name == "gemma3" else None,
+                globals=([i for i, t in enumerate(config.layer_types) if t == "full_attention"] if name == "gemma3"
+                         else list(range(config.num_hidden_layers))),
+                tokens=int(input_ids.shape[1]), max_abs_logit=float(np.abs(logits).max()))
 
 
 OTHERS = {
@@ -205,6 +240,8 @@ def main():
     versions = {"torch": torch.__version__, "transformers": transformers.__version__}
     if len(rows) == len(CASES):  # a partial run leaves the table of all cases as it was
         (OUT / "cases.json").write_text(json.dumps({"versions": versions, "cases": rows}, indent=1) + "\n")
+    if len(others) == len(OTHERS):
+        (OUT_OTHERS / "cases.json").write_text(json.dumps({"versions": versions, "cases": others}, indent=1) + "\n")
     for r in rows:
         print(r)
 
