@@ -124,6 +124,24 @@ def check_saved(d, model_cls, input_ids, logits, hidden):
     assert relative_error(torch.stack(out.hidden_states)[:, 0].numpy(), hidden) <= 1e-6, d
 
 
+def run_reference(model, input_ids):
+    """The reference's float32 logits [n, vocab] and hidden states [layers + 1, n, hidden]."""
+    with torch.no_grad():
+        out = model(input_ids=input_ids, output_hidden_states=True)
+    return out.logits[0].float().numpy(), torch.stack(out.hidden_states)[:, 0].float().numpy()
+
+
+def save_case(d, model, input_ids, logits, hidden):
+    """The checkpoint (bf16: the values the reference ran on) and the recorded outputs,
+    then a reload of the folder that must reproduce them."""
+    model.to(torch.bfloat16).save_pretrained(d)
+    np.save(d / "tokens.npy", input_ids[0].numpy().astype(np.int32))
+    np.save(d / "logits.npy", logits.astype(np.float32))
+    np.save(d / "hidden_states.npy", hidden.astype(np.float32))
+    (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
+    check_saved(d, type(model), input_ids, logits, hidden)
+
+
 def make_case(name, text):
     d = OUT / name
     d.mkdir(parents=True, exist_ok=True)
@@ -148,18 +166,9 @@ def make_case(name, text):
     input_ids = fast(PROMPT, return_tensors="pt").input_ids
     assert input_ids.shape[1] > 2 * text["sliding_window"] + 8, input_ids.shape
 
-    with torch.no_grad():
-        out = model(input_ids=input_ids, output_hidden_states=True)
-    logits = out.logits[0].float().numpy()
-    hidden = torch.stack(out.hidden_states)[:, 0].float().numpy()
-
+    logits, hidden = run_reference(model, input_ids)
     sensitivity = q8_noise_sensitivity(model, input_ids, logits)
-    model.to(torch.bfloat16).save_pretrained(d)
-    np.save(d / "tokens.npy", input_ids[0].numpy().astype(np.int32))
-    np.save(d / "logits.npy", logits.astype(np.float32))
-    np.save(d / "hidden_states.npy", hidden.astype(np.float32))
-    (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
-    check_saved(d, MuseGlimmerForConditionalGeneration, input_ids, logits, hidden)
+    save_case(d, model, input_ids, logits, hidden)
     # The README's facts about the reference, re-derived: a float64 numpy pass over the
     # saved file must land within f32 rounding of transformers' float32 outputs.
     np_logits, np_hidden = muse_glimmer_numpy.forward(d, input_ids[0].tolist())
@@ -174,7 +183,7 @@ def make_case(name, text):
                 reference_under_q8_noise=sensitivity, numpy_float64_vs_reference=independent)
 
 
-def make_other(name, model_cls, config_cls, text, window_types=None):
+def make_other(name, model_cls, config_cls, text):
     """A tiny llama / gemma3 checkpoint with the same tokenizer and the same recorded outputs."""
     d = OUT_OTHERS / name
     d.mkdir(parents=True, exist_ok=True)
@@ -198,16 +207,8 @@ def make_other(name, model_cls, config_cls, text, window_types=None):
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>")
     fast.save_pretrained(d)
     input_ids = fast(PROMPT, return_tensors="pt").input_ids
-    with torch.no_grad():
-        out = model(input_ids=input_ids, output_hidden_states=True)
-    logits = out.logits[0].float().numpy()
-    hidden = torch.stack(out.hidden_states)[:, 0].float().numpy()
-    model.to(torch.bfloat16).save_pretrained(d)
-    np.save(d / "tokens.npy", input_ids[0].numpy().astype(np.int32))
-    np.save(d / "logits.npy", logits.astype(np.float32))
-    np.save(d / "hidden_states.npy", hidden.astype(np.float32))
-    (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
-    check_saved(d, model_cls, input_ids, logits, hidden)
+    logits, hidden = run_reference(model, input_ids)
+    save_case(d, model, input_ids, logits, hidden)
     return dict(case=name, arch=model_cls.__name__,
                 layers=config.num_hidden_layers, hidden=config.hidden_size,
                 heads=f"{config.num_attention_heads}/{config.num_key_value_heads} x {config.head_dim}",

@@ -22,7 +22,7 @@ struct DrafterShape {
   int64_t target_layers = 0;  // target hidden states concatenated into its input (fc: target_layers · width → width)
 };
 
-// The released Muse Glimmer 30B's (SPEC.md §1): 50 × 1536 (MLP 8960), patch 14 × 2
+// The released Muse Glimmer 30B's (transformers' MuseGlimmerConfig defaults): 50 × 1536 (MLP 8960), patch 14 × 2
 // temporal slabs, 32 × 32 positions, 2 × 2 merge, adapter 6144 → 4096 → 4096 → 6656;
 // drafter 5 layers at 6656, 32 / 8 heads × 128, FFN 19968, 5 target layers.
 VisionShape released_muse_glimmer_vision();

@@ -302,7 +302,7 @@ ModelConfig builtin_config(std::string_view name) {
   }
   if (name == "muse-glimmer-30b" || name == "muse-glimmer-tiny") {
     // muse-glimmer-30b: the released text config (transformers' MuseGlimmerTextConfig
-    // defaults; SPEC.md §1). muse-glimmer-tiny: the same options at test size, a window of
+    // defaults). muse-glimmer-tiny: the same options at test size, a window of
     // 8 so a prompt of a few dozen tokens wraps the local rings, globals at layers 1 and 5.
     const bool tiny = name == "muse-glimmer-tiny";
     ModelConfig c;

@@ -139,7 +139,7 @@ ParamCount count_params(const ModelConfig& c);
 // window 16 < typical prompts, GQA 2), "llama-1b" (TinyLlama-1.1B's shape, all global),
 // "smollm2-135m" (SmolLM2-135M's llama shape), "gemma3-270m" (Gemma 3 270M's shape),
 // "gemma3-tiny" (tests: gemma3 options, 12 layers [L×5 G]×2, window 16, head_dim 32),
-// "muse-glimmer-30b" (the released Muse Glimmer 30B text model, SPEC.md §1),
+// "muse-glimmer-30b" (the released Muse Glimmer 30B text model),
 // "muse-glimmer-tiny" (tests: muse-glimmer options, 6 layers, window 8).
 ModelConfig builtin_config(std::string_view name);  // error listing the names if unknown
 std::vector<std::string> builtin_config_names();

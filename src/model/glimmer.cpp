@@ -149,12 +149,12 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
   rmsnorm_rows(x + first * E, w.output_norm, h, rows, E, c.rms_eps);
   dump("result_norm", h, rows, E);
   linear(pool_, w.output, h, rows, logits_out);                         // logits[rows, V]
-  if (c.logit_scale != 1.0f) {
-    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits_out[i] *= c.logit_scale;
-  }
-  if (c.final_logit_softcap > 0) {                                      // cap · tanh(logits / cap)
-    const float cap = c.final_logit_softcap;
-    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits_out[i] = cap * std::tanh(logits_out[i] / cap);
+  if (c.logit_scale != 1.0f || c.final_logit_softcap > 0) {             // cap · tanh(scale · logits / cap), one pass
+    const float scale = c.logit_scale, cap = c.final_logit_softcap;
+    for (int64_t i = 0; i < rows * c.n_vocab; ++i) {
+      const float l = logits_out[i] * scale;
+      logits_out[i] = cap > 0 ? cap * std::tanh(l / cap) : l;
+    }
   }
   dump("logits", logits_out, rows, c.n_vocab);
 }

@@ -68,7 +68,7 @@ def test_muse_glimmer_30b_released_figures():
     assert "embedding 1.345B, output head 1.345B" in out and "output gate included" in out
     rows = [l for l in out.splitlines() if l.startswith("  ")]
     row = lambda prefix: next(l for l in rows if l.strip().startswith(prefix))
-    assert "16.92 GB" in row("weights (Q4_K_M)")  # SPEC §1: ≈ 16.9 GB of text weights
+    assert "16.92 GB" in row("weights (Q4_K_M)")  # the released text weights: ≈ 16.9 GB
     assert round(gib(row("KV cache, hybrid")), 1) == 1.7 and gib(row("KV cache, all layers global")) == 6.50
     assert "16x" in row("KV cache, MHA, all global")
     # the vision projector and the drafter, counted as transformers builds them
