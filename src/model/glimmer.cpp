@@ -1,6 +1,7 @@
 // model/glimmer.cpp — the one forward pass, for every architecture squeeze runs (glimmer,
 // llama = glimmer with every layer global, gemma3 and muse-glimmer = glimmer with their
-// options on), as straight-line named steps:
+// options on), as straight-line named steps over the rows of one step (one or more
+// sequences' chunks, model/forward.h):
 //   embed (× embd_scale, RMS-normalised?) → per layer [pre-norm?, Q/K/V, QK-norm?, RoPE
 //   (base per layer kind; none on NoPE global layers), KV append, attention (windowed on
 //   local layers, attn_scale), × sigmoid(output gate)?, output projection, post-norm?,
@@ -13,7 +14,7 @@
 #include "core/error.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/ops.h"
-#include "model/session.h"
+#include "model/forward.h"
 #include "quant/matmul.h"
 
 namespace squeeze::model {
@@ -22,12 +23,13 @@ namespace {
 
 using kernels::cpu::ops;
 
-// Y[n, W.rows] = X[n, W.cols] · Wᵀ: GEMV for one token, the tiled GEMM for a batch.
-void linear(ThreadPool& pool, const quant::QMatrix& W, const float* X, int64_t n, float* Y) {
-  if (n == 1) {
+// Y[n, W.rows] = X[n, W.cols] · Wᵀ: GEMV for one token, the tiled GEMM for a batch; in
+// batch-invariant mode the dot tile for every n, so a row's bits never depend on n.
+void linear(ThreadPool& pool, const quant::QMatrix& W, const float* X, int64_t n, float* Y, bool batch_invariant) {
+  if (n == 1 && !batch_invariant) {
     quant::gemv(pool, W, X, Y);
   } else {
-    quant::gemm(pool, W, {.X = X, .M = n, .ldx = W.cols, .Y = Y, .ldy = W.rows});
+    quant::gemm(pool, W, {.X = X, .M = n, .ldx = W.cols, .Y = Y, .ldy = W.rows, .batch_invariant = batch_invariant});
   }
 }
 
@@ -44,23 +46,72 @@ void rope_rows(float* x, int64_t n, int64_t pos0, int64_t n_heads, const ModelCo
   }
 }
 
+// Every chunk is checked before any cache changes, so a bad step leaves every sequence as it was.
+int64_t check_chunks(const ModelConfig& c, std::span<const SequenceChunk> chunks, int64_t max_rows) {
+  int64_t rows = 0;
+  for (const SequenceChunk& s : chunks) {
+    SQZ_CHECK(s.cache != nullptr && s.tokens != nullptr, "forward step: a chunk without cache or tokens");
+    SQZ_CHECK(s.n >= 1 && s.n <= s.cache->max_chunk(), "forward step: a chunk of ", s.n, " tokens (1..",
+              s.cache->max_chunk(), " fit its cache)");
+    SQZ_CHECK(s.cache->size() + s.n <= s.cache->config().context_limit, "the sequence would reach ",
+              s.cache->size() + s.n, " tokens, past the context length ", s.cache->config().context_limit);
+    for (int64_t i = 0; i < s.n; ++i)
+      SQZ_CHECK(s.tokens[i] >= 0 && s.tokens[i] < c.n_vocab, "token id ", s.tokens[i], " outside the vocabulary [0, ",
+                c.n_vocab, ")");
+    rows += s.n;
+  }
+  SQZ_CHECK(rows <= max_rows, "forward step: ", rows, " tokens, the scratch holds ", max_rows);
+  return rows;
+}
+
 }  // namespace
 
-void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, float* logits_out) {
-  const ModelConfig& c = cfg_;
-  const Weights& w = model_.weights();
+ForwardScratch::ForwardScratch(const ModelConfig& c, int64_t max_rows) : max_rows_(max_rows) {
+  SQZ_CHECK(max_rows > 0, "forward scratch needs at least one row");
+  const auto sz = [&](int64_t width) { return static_cast<size_t>(max_rows * width); };
+  x.resize(sz(c.n_embd));
+  h.resize(sz(c.n_embd));
+  proj.resize(sz(c.n_embd));
+  q.resize(sz(c.q_dim()));
+  attn.resize(sz(c.q_dim()));
+  if (c.attn_gate) attn_gate.resize(sz(c.q_dim()));
+  k.resize(sz(c.kv_dim()));
+  v.resize(sz(c.kv_dim()));
+  gate.resize(sz(c.n_ff));
+  up.resize(sz(c.n_ff));
+}
+
+int64_t logit_rows(std::span<const SequenceChunk> chunks) {
+  int64_t rows = 0;
+  for (const SequenceChunk& s : chunks) rows += s.all_logits ? s.n : 1;
+  return rows;
+}
+
+void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch, std::span<const SequenceChunk> chunks,
+                  float* logits_out, const ForwardOptions& options) {
+  const ModelConfig& c = model.config();
+  const Weights& w = model.weights();
   const int64_t E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim();
-  const int64_t pos0 = cache_.size();
-  float *x = x_.data(), *h = h_.data(), *q = q_.data(), *k = k_.data(), *v = v_.data();
-  float *attn = attn_.data(), *proj = proj_.data(), *gate = gate_.data(), *up = up_.data();
+  const int64_t n = check_chunks(c, chunks, scratch.max_rows());
+  if (n == 0) return;
+  float *x = scratch.x.data(), *h = scratch.h.data(), *q = scratch.q.data(), *k = scratch.k.data(), *v = scratch.v.data();
+  float *attn = scratch.attn.data(), *proj = scratch.proj.data(), *gate = scratch.gate.data(), *up = scratch.up.data();
+  const bool invariant = options.batch_invariant;
+  const auto dump = [&](const std::string& name, const float* data, int64_t rows, int64_t cols) {
+    if (options.dump && *options.dump) (*options.dump)(name, data, rows, cols);
+  };
+  // Per chunk: its first row in the step and its first position in its sequence.
+  std::vector<int64_t> row0(chunks.size()), pos0(chunks.size());
+  for (size_t s = 0, r = 0; s < chunks.size(); r += static_cast<size_t>(chunks[s].n), ++s) {
+    row0[s] = static_cast<int64_t>(r);
+    pos0[s] = chunks[s].cache->size();
+  }
 
   const bool pre_norm = c.norm_placement != NormPlacement::post, post_norm = c.norm_placement != NormPlacement::pre;
 
   // embed: x[n, E]
-  for (int64_t i = 0; i < n; ++i) {
-    SQZ_CHECK(tokens[i] >= 0 && tokens[i] < c.n_vocab, "token id ", tokens[i], " outside the vocabulary [0, ", c.n_vocab, ")");
-    dequantize_row(w.token_embd, tokens[i], x + i * E);
-  }
+  for (size_t s = 0; s < chunks.size(); ++s)
+    for (int64_t i = 0; i < chunks[s].n; ++i) dequantize_row(w.token_embd, chunks[s].tokens[i], x + (row0[s] + i) * E);
   dump("token_embd", x, n, E);
   if (c.embd_scale != 1.0f) {
     for (int64_t i = 0; i < n * E; ++i) x[i] *= c.embd_scale;
@@ -84,34 +135,41 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
       dump(p + "attn_norm", h, n, E);
       in = h;
     }
-    linear(pool_, L.wq, in, n, q);                                      // q[n, H·D]
-    linear(pool_, L.wk, in, n, k);                                      // k[n, Hk·D]
-    linear(pool_, L.wv, in, n, v);                                      // v[n, Hk·D]
+    linear(pool, L.wq, in, n, q, invariant);                            // q[n, H·D]
+    linear(pool, L.wk, in, n, k, invariant);                            // k[n, Hk·D]
+    linear(pool, L.wv, in, n, v, invariant);                            // v[n, Hk·D]
     if (c.qk_norm) {                                                    // RMSNorm of each head's row of D
       rmsnorm_rows(q, L.q_norm, q, n * c.n_head, c.head_dim, c.rms_eps);
       rmsnorm_rows(k, L.k_norm, k, n * c.n_head_kv, c.head_dim, c.rms_eps);
     }
     if (c.uses_rope(il)) {
       const float base = local ? c.rope_base_local : c.rope_base_global;
-      rope_rows(q, n, pos0, c.n_head, c, base);
-      rope_rows(k, n, pos0, c.n_head_kv, c, base);
+      for (size_t s = 0; s < chunks.size(); ++s) {
+        rope_rows(q + row0[s] * QD, chunks[s].n, pos0[s], c.n_head, c, base);
+        rope_rows(k + row0[s] * KD, chunks[s].n, pos0[s], c.n_head_kv, c, base);
+      }
     }
     dump(p + "attn_q", q, n, QD);
     dump(p + "attn_k", k, n, KD);
     dump(p + "attn_v", v, n, KD);
-    cache_.append(il, {.k = k, .v = v, .n = n});
-    kernels::cpu::attention(pool_,
-                            {.n_heads = c.n_head, .n_kv_heads = c.n_head_kv, .head_dim = c.head_dim,
-                             .window = local ? c.sliding_window : 0, .scale = c.attn_scale},
-                            cache_.view(il), {.q = q, .out = attn, .n_queries = n, .pos0 = pos0});  // attn[n, H·D]
+    for (size_t s = 0; s < chunks.size(); ++s) {                        // per sequence: its cache, its positions
+      KvCache& cache = *chunks[s].cache;
+      cache.append(il, {.k = k + row0[s] * KD, .v = v + row0[s] * KD, .n = chunks[s].n});
+      kernels::cpu::attention(pool,
+                              {.n_heads = c.n_head, .n_kv_heads = c.n_head_kv, .head_dim = c.head_dim,
+                               .window = local ? c.sliding_window : 0, .scale = c.attn_scale},
+                              cache.view(il),
+                              {.q = q + row0[s] * QD, .out = attn + row0[s] * QD, .n_queries = chunks[s].n,
+                               .pos0 = pos0[s]});                       // attn[n, H·D]
+    }
     dump(p + "attn_out", attn, n, QD);
     if (c.attn_gate) {  // attn ⊙ sigmoid(W_gate · the attention block's input)
-      float* g = attn_gate_.data();
-      linear(pool_, L.attn_gate, in, n, g);                             // g[n, H·D]
+      float* g = scratch.attn_gate.data();
+      linear(pool, L.attn_gate, in, n, g, invariant);                   // g[n, H·D]
       for (int64_t i = 0; i < n * QD; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-g[i]));
       dump(p + "attn_gated", attn, n, QD);
     }
-    linear(pool_, L.wo, attn, n, proj);                                 // proj[n, E]
+    linear(pool, L.wo, attn, n, proj, invariant);                       // proj[n, E]
     if (post_norm) {
       rmsnorm_rows(proj, L.post_attn_norm, proj, n, E, post_eps);
       dump(p + "attn_post_norm", proj, n, E);
@@ -126,15 +184,15 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
       dump(p + "ffn_norm", h, n, E);
       in = h;
     }
-    linear(pool_, L.w_gate, in, n, gate);                               // gate[n, F]
-    linear(pool_, L.w_up, in, n, up);                                   // up[n, F]
+    linear(pool, L.w_gate, in, n, gate, invariant);                     // gate[n, F]
+    linear(pool, L.w_up, in, n, up, invariant);                         // up[n, F]
     if (c.ffn_activation == FfnActivation::gelu_tanh) {
       ops().geglu(gate, up, gate, n * F);                               // gate = gelu(gate)·up
     } else {
       ops().swiglu(gate, up, gate, n * F);                              // gate = silu(gate)·up
     }
     dump(p + "ffn_act", gate, n, F);
-    linear(pool_, L.w_down, gate, n, proj);                             // proj[n, E]
+    linear(pool, L.w_down, gate, n, proj, invariant);                   // proj[n, E]
     if (post_norm) {
       rmsnorm_rows(proj, L.post_ffn_norm, proj, n, E, post_eps);
       dump(p + "ffn_post_norm", proj, n, E);
@@ -143,12 +201,16 @@ void Session::forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, f
     dump(p + "ffn_residual", x, n, E);
   }
 
-  // output head, on the last token only unless every position's logits are wanted
-  const int64_t first = all_logits ? 0 : n - 1;
-  const int64_t rows = n - first;
-  rmsnorm_rows(x + first * E, w.output_norm, h, rows, E, c.rms_eps);
+  // output head, on each chunk's last token only unless every position's logits are wanted
+  int64_t rows = 0;
+  for (size_t s = 0; s < chunks.size(); ++s) {
+    const int64_t first = chunks[s].all_logits ? 0 : chunks[s].n - 1;
+    const int64_t m = chunks[s].n - first;
+    rmsnorm_rows(x + (row0[s] + first) * E, w.output_norm, h + rows * E, m, E, c.rms_eps);
+    rows += m;
+  }
   dump("result_norm", h, rows, E);
-  linear(pool_, w.output, h, rows, logits_out);                         // logits[rows, V]
+  linear(pool, w.output, h, rows, logits_out, invariant);               // logits[rows, V]
   if (c.logit_scale != 1.0f || c.final_logit_softcap > 0) {             // cap · tanh(scale · logits / cap), one pass
     const float scale = c.logit_scale, cap = c.final_logit_softcap;
     for (int64_t i = 0; i < rows * c.n_vocab; ++i) {

@@ -7,8 +7,7 @@
 
 namespace squeeze::model {
 
-namespace {
-KvCacheConfig cache_config(const ModelConfig& c, int64_t n_ctx, int64_t chunk, const SessionParams& p) {
+KvCacheConfig sequence_cache_config(const ModelConfig& c, int64_t n_ctx, int64_t chunk, KvType type, int64_t headroom) {
   KvCacheConfig k;
   k.n_kv_heads = c.n_head_kv;
   k.head_dim = c.head_dim;
@@ -16,11 +15,10 @@ KvCacheConfig cache_config(const ModelConfig& c, int64_t n_ctx, int64_t chunk, c
   k.context_limit = n_ctx;
   // The planner's rule (kv_slots.h): a prefill chunk of n tokens needs n - 1 slots of
   // headroom in a local ring.
-  k.headroom = local_ring_headroom(chunk, p.kv_headroom);
-  k.type = p.kv_type;
+  k.headroom = local_ring_headroom(chunk, headroom);
+  k.type = type;
   return k;
 }
-}  // namespace
 
 Session::Session(const Model& model, SessionParams params)
     : model_(model),
@@ -28,20 +26,11 @@ Session::Session(const Model& model, SessionParams params)
       pool_(params.pool ? *params.pool : default_thread_pool()),
       n_ctx_(params.n_ctx > 0 ? params.n_ctx : model.config().n_ctx),
       chunk_(std::max<int64_t>(1, params.batch)),
-      cache_(cache_config(model.config(), n_ctx_, chunk_, params)) {
+      batch_invariant_(params.batch_invariant),
+      cache_(sequence_cache_config(model.config(), n_ctx_, chunk_, params.kv_type, params.kv_headroom)),
+      scratch_(model.config(), std::min(chunk_, cache_.max_chunk())) {
   SQZ_CHECK(n_ctx_ > 0, "context length must be positive");
-  chunk_ = std::min(chunk_, cache_.max_chunk());
-  const auto sz = [&](int64_t width) { return static_cast<size_t>(chunk_ * width); };
-  x_.resize(sz(cfg_.n_embd));
-  h_.resize(sz(cfg_.n_embd));
-  proj_.resize(sz(cfg_.n_embd));
-  q_.resize(sz(cfg_.q_dim()));
-  attn_.resize(sz(cfg_.q_dim()));
-  if (cfg_.attn_gate) attn_gate_.resize(sz(cfg_.q_dim()));
-  k_.resize(sz(cfg_.kv_dim()));
-  v_.resize(sz(cfg_.kv_dim()));
-  gate_.resize(sz(cfg_.n_ff));
-  up_.resize(sz(cfg_.n_ff));
+  chunk_ = scratch_.max_rows();
 }
 
 std::span<const float> Session::forward(std::span<const int32_t> tokens, bool all_logits) {
@@ -55,7 +44,8 @@ std::span<const float> Session::forward(std::span<const int32_t> tokens, bool al
   for (int64_t done = 0; done < n;) {
     const int64_t m = std::min(chunk_, n - done);
     const bool last = done + m == n;
-    forward_chunk(tokens.data() + done, m, all_logits, logits_.data());
+    const SequenceChunk chunk{.cache = &cache_, .tokens = tokens.data() + done, .n = m, .all_logits = all_logits};
+    forward_step(model_, pool_, scratch_, {&chunk, 1}, logits_.data(), {.batch_invariant = batch_invariant_, .dump = &dump_});
     if (all_logits) {
       std::copy_n(logits_.data(), m * V, out_logits_.data() + done * V);
     } else if (last) {
@@ -64,10 +54,6 @@ std::span<const float> Session::forward(std::span<const int32_t> tokens, bool al
     done += m;
   }
   return out_logits_;
-}
-
-void Session::dump(const std::string& name, const float* data, int64_t rows, int64_t cols) const {
-  if (dump_) dump_(name, data, rows, cols);
 }
 
 }  // namespace squeeze::model

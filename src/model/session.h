@@ -10,14 +10,11 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace squeeze::model {
-
-// Called with every named intermediate of a forward pass ("blk.3.attn_q", "logits", ...):
-// rows = tokens of the batch, cols = features. For debugging and reference comparison.
-using DumpFn = std::function<void(const std::string& name, const float* data, int64_t rows, int64_t cols)>;
 
 struct SessionParams {
   int64_t n_ctx = 0;               // 0: the model's context length
@@ -25,7 +22,13 @@ struct SessionParams {
   KvType kv_type = KvType::F16;
   int64_t kv_headroom = 0;         // ring slots beyond the window; 0: local_ring_headroom(batch)
   ThreadPool* pool = nullptr;      // null: default_thread_pool()
+  bool batch_invariant = false;    // ForwardOptions::batch_invariant
 };
+
+// The KV cache a sequence of the model gets: n_ctx positions, local rings with the headroom
+// that prefill chunks of `chunk` tokens need (kv_slots.h), unless `headroom` > 0 asks for more.
+KvCacheConfig sequence_cache_config(const ModelConfig& c, int64_t n_ctx, int64_t chunk, KvType type,
+                                    int64_t headroom = 0);
 
 class Session {
  public:
@@ -44,21 +47,17 @@ class Session {
   void set_dump(DumpFn dump) { dump_ = std::move(dump); }
 
  private:
-  // One step of at most chunk_ tokens (the forward pass itself, model/glimmer.cpp).
-  void forward_chunk(const int32_t* tokens, int64_t n, bool all_logits, float* logits_out);
-  void dump(const std::string& name, const float* data, int64_t rows, int64_t cols) const;
 
   const Model& model_;
   const ModelConfig& cfg_;
   ThreadPool& pool_;
   int64_t n_ctx_;
   int64_t chunk_;
+  bool batch_invariant_;
   KvCache cache_;
   DumpFn dump_;
-
-  // Scratch, sized for chunk_ tokens: [chunk_, width] each.
-  std::vector<float> x_, h_, q_, k_, v_, attn_, attn_gate_, proj_, gate_, up_, logits_;
-  std::vector<float> out_logits_;
+  ForwardScratch scratch_;  // for chunk_ tokens
+  std::vector<float> logits_, out_logits_;
 };
 
 }  // namespace squeeze::model

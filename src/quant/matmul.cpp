@@ -98,17 +98,18 @@ void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const Qu
 
 void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
   const QuantTraits& t = check(W, p.kernels);
+  const bool dot_tile_only = p.kernels || p.batch_invariant;
   const int64_t K = W.cols, M = p.M;
   const int64_t ldx = p.ldx ? p.ldx : K, ldy = p.ldy ? p.ldy : W.rows;
   SQZ_CHECK(M >= 0 && ldx >= K && ldy >= W.rows, "gemm: bad strides");
   if (M == 0 || W.rows == 0) return;
   SQZ_CHECK(p.X != nullptr && p.Y != nullptr, "gemm: null buffer");
-  if (t.type == GgmlType::F32 && !p.kernels) {
+  if (t.type == GgmlType::F32 && !dot_tile_only) {
     // f32 weights: the f32 GEMM (OpenBLAS for large products) beats a dot-based tile.
     kernels::cpu::gemm_nt(pool, p.X, ldx, static_cast<const float*>(W.data), K, p.Y, ldy, M, W.rows, K);
     return;
   }
-  if (!p.kernels && M >= kDequantizedGemmMinBatch) {
+  if (!dot_tile_only && M >= kDequantizedGemmMinBatch) {
     gemm_dequantized(pool, t, W, p.X, M, ldx, p.Y, ldy);
     return;
   }

@@ -31,6 +31,11 @@ struct GemmParams {
   float* Y = nullptr;        // [M, W.rows], row stride ldy; overwritten
   int64_t ldy = 0;           // 0 = W.rows
   const QuantTraits* kernels = nullptr;  // null = active ISA
+  // Every M through the quantized dot tile (F32 weights too): each row's result is then
+  // independent of M and of the other rows, bit-identical to gemv() with the same kernels
+  // (batched serving and speculative verification rely on it). Costs the BLAS speed of
+  // large batches.
+  bool batch_invariant = false;
 };
 
 // From this batch size on, gemm() without explicit kernels dequantizes weight panels to

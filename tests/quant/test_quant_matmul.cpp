@@ -140,6 +140,25 @@ TEST_P(Matmul, BatchedGemmOnDequantizedWeightsWithinSummationBound) {
   }
 }
 
+TEST_P(Matmul, BatchInvariantGemmRowsEqualGemvAtEveryBatchSize) {
+  // batch_invariant: a row's result must not depend on the batch it rides in (batched
+  // serving returns what a request alone returns), here up to past the BLAS threshold.
+  const GgmlType type = GetParam();
+  const Problem p = make_problem(type, 53, 512);
+  const QuantTraits& t = traits(type);
+  for (const int64_t M : {int64_t{1}, int64_t{5}, kDequantizedGemmMinBatch, int64_t{37}}) {
+    const auto X = test::gaussian(M * p.cols);
+    std::vector<float> Y(M * p.rows);
+    gemm(default_thread_pool(), {type, p.w.data(), p.rows, p.cols},
+         {.X = X.data(), .M = M, .Y = Y.data(), .batch_invariant = true});
+    for (int64_t m = 0; m < M; ++m) {
+      std::vector<float> y(p.rows);
+      gemv(default_thread_pool(), {type, p.w.data(), p.rows, p.cols}, X.data() + m * p.cols, y.data(), &t);
+      for (int64_t r = 0; r < p.rows; ++r) ASSERT_EQ(Y[m * p.rows + r], y[r]) << "M=" << M << " m=" << m << " r=" << r;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, Matmul,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,

@@ -1,0 +1,64 @@
+// model/forward.h — one forward step over chunks of one or more sequences, each with its
+// own KV cache: the rows of every chunk go through the weight products together (each
+// weight matrix is read once per step, however many sequences ride in it), while KV
+// append, RoPE positions and attention stay per sequence. Session (model/session.h)
+// runs one sequence through it; the server's scheduler runs every active sequence's next
+// token plus a prompt chunk as one step.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+namespace squeeze::model {
+
+// Called with every named intermediate of a forward pass ("blk.3.attn_q", "logits", ...):
+// rows = tokens of the step (all chunks, in order), cols = features. For debugging and
+// reference comparison.
+using DumpFn = std::function<void(const std::string& name, const float* data, int64_t rows, int64_t cols)>;
+
+struct SequenceChunk {
+  KvCache* cache = nullptr;       // the sequence's cache; the chunk goes at cache->size()
+  const int32_t* tokens = nullptr;
+  int64_t n = 0;                  // 1 ≤ n ≤ cache->max_chunk()
+  bool all_logits = false;        // logits of every token of the chunk, else of its last
+};
+
+struct ForwardOptions {
+  // Weight products through the quantized dot tile for every batch size
+  // (quant::GemmParams::batch_invariant): a sequence's logits are then bit-identical
+  // whichever other sequences share the step. Attention is per sequence, so a sequence
+  // fed the same chunks gets the same bits alone or batched.
+  bool batch_invariant = false;
+  const DumpFn* dump = nullptr;
+};
+
+// Activations of one step, for at most max_rows tokens over all chunks.
+class ForwardScratch {
+ public:
+  ForwardScratch(const ModelConfig& c, int64_t max_rows);
+  int64_t max_rows() const { return max_rows_; }
+
+ private:
+  friend void forward_step(const Model&, ThreadPool&, ForwardScratch&, std::span<const SequenceChunk>, float*,
+                           const ForwardOptions&);
+  int64_t max_rows_;
+  std::vector<float> x, h, q, k, v, attn, attn_gate, proj, gate, up;
+};
+
+// Logit rows a step writes: Σ over chunks of (all_logits ? n : 1).
+int64_t logit_rows(std::span<const SequenceChunk> chunks);
+
+// Runs the chunks and writes their logits to logits_out ([logit_rows(chunks), n_vocab],
+// chunk by chunk in order). Each chunk's K/V is appended to its cache. Throws on a token
+// outside the vocabulary, more rows than the scratch holds, or a chunk its cache cannot
+// take (past the context limit, longer than max_chunk()).
+void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch, std::span<const SequenceChunk> chunks,
+                  float* logits_out, const ForwardOptions& options = {});
+
+}  // namespace squeeze::model
