@@ -11,7 +11,7 @@ SQUEEZE_APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev
+  nlohmann-json3-dev libcpp-httplib-dev
   libpng-dev
   libutf8proc-dev
   python3 python3-venv
@@ -34,7 +34,7 @@ ensure_apt_packages() {
 
 # Python for the independent checks (numpy references, the gguf package reading our
 # files, the openai client): a project-local virtual environment.
-SQUEEZE_PY_PACKAGES=(numpy gguf pytest jinja2)
+SQUEEZE_PY_PACKAGES=(numpy gguf pytest jinja2 openai)
 VENV="$ROOT/.venv"
 ensure_python_env() {
   if [ ! -x "$VENV/bin/python" ]; then

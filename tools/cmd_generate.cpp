@@ -10,7 +10,7 @@
 
 #include "args.h"
 #include "chat_conversation.h"
-#include "chat_format.h"
+#include "serve/chat_format.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -83,7 +83,7 @@ int run_generate(int argc, char** argv) {
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
                                            .kv_type = kv_type});
   const auto& tok = model->tokenizer();
-  std::optional<ChatFormat> format;
+  std::optional<squeeze::serve::ChatFormat> format;
   std::vector<int32_t> prompt;
   if (chat) {
     format.emplace(*model);  // fails naming tokenizer.chat_template when the model has none

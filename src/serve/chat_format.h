@@ -1,4 +1,4 @@
-// tools/chat_format.h — a model's chat template and what turns its rendering into token
+// serve/chat_format.h — a model's chat template and what turns its rendering into token
 // ids: the BOS / EOS texts the template sees, the BOS rule of llama.cpp, and the tokens
 // that end an assistant turn.
 #pragma once
@@ -10,14 +10,17 @@
 #include "chat/template.h"
 #include "model/model.h"
 
-namespace squeeze::cli {
+namespace squeeze::serve {
 
 class ChatFormat {
  public:
   // Reads tokenizer.chat_template; a model without one is a one-line error naming the key.
   explicit ChatFormat(const model::Model& model);
 
-  std::string render(const chat::Json& messages, bool add_generation_prompt) const;
+  // `tools` (a list, or null) and `extra` variables (e.g. reasoning_strength) reach the
+  // template as transformers' apply_chat_template passes them.
+  std::string render(const chat::Json& messages, bool add_generation_prompt, const chat::Json& tools = nullptr,
+                     const chat::Json& extra = chat::Json::object()) const;
   // The rendering's token ids (special token texts become their tokens).
   std::vector<int32_t> tokenize(const std::string& rendered) const;
   std::vector<int32_t> encode(const chat::Json& messages, bool add_generation_prompt) const {
@@ -38,4 +41,4 @@ class ChatFormat {
   std::vector<int32_t> stop_ids_;
 };
 
-}  // namespace squeeze::cli
+}  // namespace squeeze::serve

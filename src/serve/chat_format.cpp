@@ -1,11 +1,11 @@
-// tools/chat_format.cpp — chat template rendering to token ids, and end-of-turn tokens.
-#include "chat_format.h"
+// serve/chat_format.cpp — chat template rendering to token ids, and end-of-turn tokens.
+#include "serve/chat_format.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 
-namespace squeeze::cli {
+namespace squeeze::serve {
 namespace {
 
 std::string template_source(const model::Model& model) {
@@ -35,8 +35,9 @@ ChatFormat::ChatFormat(const model::Model& model)
   find_stop_ids(model);
 }
 
-std::string ChatFormat::render(const chat::Json& messages, bool add_generation_prompt) const {
-  return chat::render_chat(template_, messages, add_generation_prompt, bos_, eos_);
+std::string ChatFormat::render(const chat::Json& messages, bool add_generation_prompt, const chat::Json& tools,
+                               const chat::Json& extra) const {
+  return chat::render_chat(template_, messages, add_generation_prompt, bos_, eos_, tools, extra);
 }
 
 std::vector<int32_t> ChatFormat::tokenize(const std::string& rendered) const {
@@ -83,4 +84,4 @@ void ChatFormat::find_stop_ids(const model::Model& model) {
   }
 }
 
-}  // namespace squeeze::cli
+}  // namespace squeeze::serve

@@ -1,0 +1,161 @@
+// serve/engine.h — the continuous-batching generation engine behind `squeeze serve`.
+//
+// `parallel` slots, each a sequence with its own KV cache (rings for local layers). One
+// scheduler thread runs steps: every decoding slot's next token plus prompt chunks of
+// slots that are prefilling, as one model::forward_step (weights read once per step), so
+// a long prompt never stalls running streams for more than one chunk's compute.
+//
+// Determinism: steps run in batch-invariant mode and prompts are prefilled in chunks
+// aligned to multiples of `chunk` positions, so a request's tokens are bit-identical
+// whatever else shares its steps (greedy answers alone equal answers under load).
+//
+// Prefix reuse: a new request goes to the idle slot whose cached tokens share the longest
+// prefix with its prompt. The reused length is that prefix rounded down to a multiple of
+// `chunk` (so the rest is chunked as a fresh prefill would be), at most prompt − 1 (the
+// last prompt token is always run, for its logits), and only if the cache can roll back to
+// it: global layers always can; a local layer's ring must still hold the window before it
+// (KvCache::min_truncate_position()), otherwise the prompt is prefilled from position 0.
+//
+// Requests talk to the engine through a RequestStream: the engine pushes Updates (text as
+// the stop checker releases it, per-token log-probabilities, then one final Update with
+// the finish reason and counts); the client side pops them and may cancel at any time
+// (a disconnect), which frees the slot at the next step.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/forward.h"
+#include "model/model.h"
+#include "text/sampler.h"
+
+namespace squeeze::serve {
+
+struct TopLogprob {
+  int32_t id;
+  float logprob;
+};
+
+struct TokenLogprob {
+  int32_t id;
+  float logprob;                 // log-softmax of the model's logits (temperature 1)
+  std::vector<TopLogprob> top;   // the top_logprobs most likely, most likely first
+};
+
+enum class FinishReason { none, stop, length, cancelled, error };
+const char* finish_reason_name(FinishReason r);
+
+struct Update {
+  std::string text = {};                 // generated text released now (may be empty)
+  std::vector<TokenLogprob> logprobs = {};  // one per token sampled in this update, when asked
+  FinishReason finish = FinishReason::none;  // set on the last update only
+  std::string stop_word = {};            // the stop string that ended it, if one did
+  int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;  // on the last update
+  double ttft_s = 0;                     // queue + prefill time, on the last update
+  std::string error = {};                // FinishReason::error: why
+};
+
+// The channel between one request and the engine. Thread-safe.
+class RequestStream {
+ public:
+  void push(Update u);
+  // The next update, or nullopt after `timeout` without one.
+  std::optional<Update> pop(std::chrono::milliseconds timeout);
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Update> updates_;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;           // 1 ≤ size ≤ the slot context
+  text::SamplerParams sampling;
+  std::vector<int32_t> stop_ids;         // end-of-generation tokens (not part of the text)
+  std::vector<std::string> stop_strings;
+  int64_t max_tokens = 0;                // ≥ 1; the context may end it sooner (finish: length)
+  bool render_control = false;           // control tokens' text in the output (Muse Glimmer's framing)
+  int top_logprobs = -1;                 // -1: no log-probabilities; 0..20: with that many alternatives
+};
+
+struct EngineParams {
+  int64_t parallel = 4;      // slots
+  int64_t n_ctx = 0;         // context per slot; 0: the model's, at most 4096
+  int64_t chunk = 64;        // prompt tokens per chunk (and the prefill budget of one step)
+  int64_t max_queue = 256;   // requests waiting for a slot; more are refused
+  model::KvType kv_type = model::KvType::F16;
+  ThreadPool* pool = nullptr;  // null: default_thread_pool()
+};
+
+// A consistent copy of the engine's counters (for /metrics).
+struct EngineStats {
+  int64_t slots = 0, slots_busy = 0, queue_length = 0;
+  int64_t requests_finished = 0, requests_cancelled = 0;
+  int64_t prompt_tokens = 0, prompt_tokens_cached = 0, generated_tokens = 0;
+  int64_t steps = 0;
+  double ttft_sum_s = 0, inter_token_sum_s = 0;
+  int64_t ttft_count = 0, inter_token_count = 0;
+  size_t kv_bytes_held = 0;
+};
+
+class Engine {
+ public:
+  Engine(const model::Model& model, EngineParams params);
+  ~Engine();  // stops the scheduler; running requests end with FinishReason::cancelled
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  int64_t n_ctx() const { return n_ctx_; }
+  int64_t parallel() const { return static_cast<int64_t>(slots_.size()); }
+
+  // Queues a request; nullptr when the queue is full. The request must be valid (the
+  // HTTP layer checks prompt length and parameters first); the sampler is built here.
+  std::shared_ptr<RequestStream> submit(GenerationRequest request);
+  // Stops taking requests and returns once every queued and running one has finished.
+  void drain();
+  EngineStats stats() const;
+
+ private:
+  struct Job {
+    GenerationRequest req;
+    std::shared_ptr<RequestStream> stream;
+    std::chrono::steady_clock::time_point queued;
+  };
+  struct Slot;
+
+  void loop();
+  void assign(Job job);                 // a queued job to an idle slot (prefix reuse)
+  void finish(Slot& s, FinishReason reason, const std::string& error = {});
+  void sample_next(Slot& s, std::span<const float> logits);
+
+  const model::Model& model_;
+  ThreadPool& pool_;
+  int64_t n_ctx_, chunk_;
+  size_t max_queue_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  model::ForwardScratch scratch_;
+  std::vector<float> logits_;
+  std::vector<int32_t> banned_;        // tokens of type `unused`: never sampled
+
+  mutable std::mutex mu_;              // guards queue_, stop_, draining_, stats_
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stop_ = false, draining_ = false;
+  EngineStats stats_;
+  uint64_t tick_ = 0;                  // LRU clock of slots
+  std::thread thread_;
+};
+
+}  // namespace squeeze::serve

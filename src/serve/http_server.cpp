@@ -1,0 +1,395 @@
+// serve/http_server.cpp — routes, keys, limits, SSE, metrics text, lifecycle.
+#include "serve/http_server.h"
+
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+#include "serve/chat_format.h"
+#include "serve/engine.h"
+#include "serve/openai_api.h"
+
+namespace squeeze::serve {
+
+using chat::Json;
+
+namespace {
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  if (e.status == 503) res.set_header("Retry-After", "1");
+  res.set_content(dump(e.to_json()), "application/json");
+}
+
+// Equal keys compare in time that depends only on the lengths, never on where they differ.
+bool keys_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+// The loaded model and everything built from it; published once loading has finished.
+struct Loaded {
+  std::unique_ptr<model::Model> model;
+  std::optional<ChatFormat> chat;
+  std::unique_ptr<Engine> engine;
+  ApiContext ctx;
+};
+
+class HttpCounters {
+ public:
+  void count(const std::string& path, int status) {
+    std::lock_guard lock(mu_);
+    ++by_path_status_[{path, status}];
+  }
+  std::string prometheus() const {
+    std::lock_guard lock(mu_);
+    std::ostringstream o;
+    o << "# HELP squeeze_http_requests_total HTTP requests answered, by path and status.\n"
+      << "# TYPE squeeze_http_requests_total counter\n";
+    for (const auto& [k, n] : by_path_status_)
+      o << "squeeze_http_requests_total{path=\"" << k.first << "\",status=\"" << k.second << "\"} " << n << "\n";
+    return o.str();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, int64_t> by_path_status_;
+};
+
+std::string engine_metrics(const EngineStats& s) {
+  std::ostringstream o;
+  const auto metric = [&](const char* name, const char* type, const char* help, auto value) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << value << "\n";
+  };
+  metric("squeeze_slots_total", "gauge", "Sequences decoded together (--parallel).", s.slots);
+  metric("squeeze_slots_busy", "gauge", "Slots running a request.", s.slots_busy);
+  metric("squeeze_queue_length", "gauge", "Requests waiting for a slot.", s.queue_length);
+  metric("squeeze_requests_finished_total", "counter", "Generation requests that ran to their end.", s.requests_finished);
+  metric("squeeze_requests_cancelled_total", "counter", "Generation requests cancelled (client gone, shutdown).", s.requests_cancelled);
+  metric("squeeze_prompt_tokens_total", "counter", "Prompt tokens of started requests.", s.prompt_tokens);
+  metric("squeeze_prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's cache.", s.prompt_tokens_cached);
+  metric("squeeze_generated_tokens_total", "counter", "Tokens sampled.", s.generated_tokens);
+  metric("squeeze_steps_total", "counter", "Forward steps run.", s.steps);
+  metric("squeeze_kv_cache_bytes", "gauge", "K/V storage held by all slots.", s.kv_bytes_held);
+  o << "# HELP squeeze_time_to_first_token_seconds From queueing to the first token.\n"
+    << "# TYPE squeeze_time_to_first_token_seconds summary\n"
+    << "squeeze_time_to_first_token_seconds_sum " << s.ttft_sum_s << "\n"
+    << "squeeze_time_to_first_token_seconds_count " << s.ttft_count << "\n"
+    << "# HELP squeeze_inter_token_seconds Between consecutive tokens of a request.\n"
+    << "# TYPE squeeze_inter_token_seconds summary\n"
+    << "squeeze_inter_token_seconds_sum " << s.inter_token_sum_s << "\n"
+    << "squeeze_inter_token_seconds_count " << s.inter_token_count << "\n";
+  return o.str();
+}
+
+std::string model_id_for(const ServerParams& p) {
+  if (!p.model_alias.empty()) return p.model_alias;
+  return std::filesystem::path(p.model_path).filename().string();
+}
+
+class Server {
+ public:
+  explicit Server(const ServerParams& p) : p_(p) {}
+  int run();
+
+ private:
+  void routes();
+  void load();
+  Loaded& loaded(httplib::Response& res);  // throws ApiError 503 while loading
+  void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  Json models_json() const;
+  // Runs a handler, turning ApiErrors and other exceptions into OpenAI error objects.
+  httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> f);
+
+  const ServerParams& p_;
+  httplib::Server http_;
+  std::unique_ptr<Loaded> loaded_holder_;
+  std::atomic<Loaded*> loaded_{nullptr};
+  std::atomic<bool> draining_{false};
+  HttpCounters counters_;
+};
+
+httplib::Server::Handler Server::guarded(std::function<void(const httplib::Request&, httplib::Response&)> f) {
+  return [f = std::move(f)](const httplib::Request& req, httplib::Response& res) {
+    try {
+      f(req, res);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, e.what()));
+    }
+  };
+}
+
+Loaded& Server::loaded(httplib::Response&) {
+  Loaded* l = loaded_.load();
+  if (!l) throw ApiError(503, "the model is loading");
+  return *l;
+}
+
+Json Server::models_json() const {
+  Json entry = {{"id", model_id_for(p_)}, {"object", "model"}, {"created", 0}, {"owned_by", "squeeze"}};
+  if (const Loaded* l = loaded_.load()) {
+    const model::ModelConfig& c = l->model->config();
+    Json caps = Json::array({"completion"});
+    if (l->chat) caps.push_back("chat");
+    if (l->ctx.muse_glimmer_output) {
+      caps.push_back("tools");
+      caps.push_back("reasoning");
+    }
+    entry["capabilities"] = caps;
+    entry["meta"] = {{"architecture", c.arch},
+                     {"n_vocab", c.n_vocab},
+                     {"n_ctx_train", c.n_ctx},
+                     {"n_ctx_slot", l->ctx.n_ctx},
+                     {"n_embd", c.n_embd},
+                     {"n_layer", c.n_layer},
+                     {"size_bytes", l->model->weight_bytes()},
+                     {"parallel", l->engine->parallel()}};
+  }
+  return {{"object", "list"}, {"data", Json::array({entry})}};
+}
+
+void Server::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  Loaded& l = loaded(res);
+  if (draining_) throw ApiError(503, "the server is shutting down");
+  const Json body = parse_body(req.body, p_.max_json_depth);
+  auto prepared = std::make_shared<PreparedRequest>(endpoint == Endpoint::chat ? prepare_chat(body, l.ctx)
+                                                                               : prepare_completion(body, l.ctx));
+  auto stream = l.engine->submit(prepared->gen);
+  if (!stream) throw ApiError(503, "the request queue is full; retry later");
+  auto builder = std::make_shared<ResponseBuilder>(*prepared, l.ctx);
+
+  if (!prepared->stream) {
+    while (!builder->finished()) {
+      if (auto u = stream->pop(std::chrono::milliseconds(1000))) builder->add(*u);
+    }
+    if (builder->finish() == FinishReason::error) throw ApiError(500, "generation failed: " + builder->error());
+    if (builder->finish() == FinishReason::cancelled) throw ApiError(503, "the request was cancelled (server shutting down)");
+    res.set_content(dump(builder->final_object()), "application/json");
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [prepared, stream, builder](size_t, httplib::DataSink& sink) {
+        const auto send = [&](const std::string& data) {
+          const std::string event = "data: " + data + "\n\n";
+          return sink.write(event.data(), event.size());
+        };
+        for (;;) {
+          auto u = stream->pop(std::chrono::milliseconds(200));
+          if (!u) {
+            if (!sink.is_writable()) {
+              stream->cancel();
+              return false;
+            }
+            continue;
+          }
+          for (const Json& c : builder->chunks(*u))
+            if (!send(dump(c))) {
+              stream->cancel();
+              return false;
+            }
+          if (u->finish == FinishReason::none) continue;
+          if (u->finish == FinishReason::error || u->finish == FinishReason::cancelled) {
+            const ApiError e(u->finish == FinishReason::error ? 500 : 503,
+                             u->finish == FinishReason::error ? "generation failed: " + u->error : "the request was cancelled");
+            send(dump(e.to_json()));
+          }
+          send("[DONE]");
+          sink.done();
+          return true;
+        }
+      },
+      [stream](bool success) {
+        if (!success) stream->cancel();
+      });
+}
+
+void Server::routes() {
+  http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (p_.api_key.empty() || req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    const std::string key = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
+    if (auth.empty() || !keys_equal(key, p_.api_key)) {
+      send_error(res, ApiError(401, auth.empty() ? "missing API key (Authorization: Bearer KEY)" : "invalid API key"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string msg = res.status == 404 ? "no route " + req.method + " " + req.path
+                            : res.status == 413 ? "the request body is larger than the server's limit"
+                                                : "HTTP error " + std::to_string(res.status);
+    const int status = res.status;
+    send_error(res, ApiError(status, msg));
+  });
+  http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) { counters_.count(req.path, res.status); });
+
+  const auto health = guarded([this](const httplib::Request&, httplib::Response& res) {
+    if (!loaded_.load()) throw ApiError(503, "the model is loading");
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  http_.Get("/health", health);
+  http_.Get("/v1/health", health);
+  const auto models = guarded([this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dump(models_json()), "application/json");
+  });
+  http_.Get("/v1/models", models);
+  http_.Get("/models", models);
+  http_.Get("/metrics", guarded([this](const httplib::Request&, httplib::Response& res) {
+    std::string text = counters_.prometheus();
+    if (const Loaded* l = loaded_.load()) text += engine_metrics(l->engine->stats());
+    res.set_content(text, "text/plain; version=0.0.4");
+  }));
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"})
+    http_.Post(path, guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::chat); }));
+  for (const char* path : {"/v1/completions", "/completions"})
+    http_.Post(path, guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::completion); }));
+  http_.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    Loaded& l = loaded(res);
+    const Json body = parse_body(req.body, p_.max_json_depth);
+    if (!body.contains("content") || !body["content"].is_string()) throw ApiError(400, "'content' must be a string", "content");
+    const bool add_special = body.value("add_special", false), with_pieces = body.value("with_pieces", false);
+    const text::Tokenizer& tok = l.model->tokenizer();
+    const auto ids = tok.encode(body["content"].get<std::string>(), {.add_special = add_special, .parse_special = true});
+    Json tokens = Json::array();
+    for (int32_t id : ids) {
+      if (with_pieces) {
+        tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id)}});
+      } else {
+        tokens.push_back(id);
+      }
+    }
+    res.set_content(dump({{"tokens", tokens}}), "application/json");
+  }));
+  http_.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    Loaded& l = loaded(res);
+    const Json body = parse_body(req.body, p_.max_json_depth);
+    if (!body.contains("tokens") || !body["tokens"].is_array()) throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
+    const text::Tokenizer& tok = l.model->tokenizer();
+    std::vector<int32_t> ids;
+    for (const Json& x : body["tokens"]) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= tok.n_vocab())
+        throw ApiError(400, "'tokens' must hold ids in [0, " + std::to_string(tok.n_vocab()) + ")", "tokens");
+      ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+    }
+    res.set_content(dump({{"content", tok.decode(ids)}}), "application/json");
+  }));
+  http_.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    Loaded& l = loaded(res);
+    const Json body = parse_body(req.body, p_.max_json_depth);
+    res.set_content(dump({{"prompt", render_chat_prompt(body, l.ctx)}}), "application/json");
+  }));
+}
+
+void Server::load() {
+  auto l = std::make_unique<Loaded>();
+  l->model = model::Model::load(p_.model_path);
+  if (l->model->file().metadata().find("tokenizer.chat_template")) l->chat.emplace(*l->model);
+  const model::ModelConfig& c = l->model->config();
+  l->engine = std::make_unique<Engine>(*l->model, EngineParams{.parallel = p_.parallel, .n_ctx = p_.n_ctx, .chunk = p_.chunk,
+                                                               .max_queue = p_.max_queue, .kv_type = p_.kv_type});
+  l->ctx.model = l->model.get();
+  l->ctx.chat = l->chat ? &*l->chat : nullptr;
+  l->ctx.model_id = model_id_for(p_);
+  l->ctx.n_ctx = l->engine->n_ctx();
+  l->ctx.max_tokens_limit = p_.max_tokens > 0 ? std::min(p_.max_tokens, l->ctx.n_ctx) : l->ctx.n_ctx;
+  l->ctx.muse_glimmer_output = c.arch == "muse-glimmer" && l->model->tokenizer().find_token("<|message|>").has_value();
+  l->ctx.default_reasoning_effort = p_.reasoning_effort;
+  loaded_holder_ = std::move(l);
+  loaded_ = loaded_holder_.get();
+}
+
+int Server::run() {
+  // SIGTERM / SIGINT go to one waiting thread (blocked everywhere else, so the worker
+  // threads created below inherit the mask).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const int threads = std::max(4, p_.max_connections);
+  http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http_.set_payload_max_length(p_.max_body_bytes);
+  http_.set_read_timeout(p_.idle_timeout_s, 0);
+  http_.set_write_timeout(p_.idle_timeout_s, 0);
+  http_.set_keep_alive_timeout(p_.idle_timeout_s);
+  routes();
+
+  int port = p_.port;
+  if (port == 0) {
+    port = http_.bind_to_any_port(p_.host);
+    SQZ_CHECK(port > 0, "serve: cannot listen on ", p_.host, " (any port)");
+  } else {
+    SQZ_CHECK(http_.bind_to_port(p_.host, port), "serve: cannot listen on ", p_.host, ":", port,
+              " (in use, or not an address of this machine)");
+  }
+  std::thread listener([this] { http_.listen_after_bind(); });
+  std::fprintf(stderr, "squeeze serve: loading %s\n", p_.model_path.c_str());
+
+  std::atomic<bool> load_failed{false};
+  std::string load_error;
+  std::thread loader([&] {
+    try {
+      load();
+      const Loaded& l = *loaded_.load();
+      std::fprintf(stderr, "squeeze serve: listening on http://%s:%d  model %s  parallel %lld  ctx %lld per slot\n",
+                   p_.host.c_str(), port, l.ctx.model_id.c_str(), static_cast<long long>(l.engine->parallel()),
+                   static_cast<long long>(l.ctx.n_ctx));
+    } catch (const std::exception& e) {
+      load_error = e.what();
+      load_failed = true;
+      kill(getpid(), SIGTERM);
+    }
+  });
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  loader.join();
+  if (load_failed) {
+    http_.stop();
+    listener.join();
+    throw Error(load_error);
+  }
+  std::fprintf(stderr, "squeeze serve: %s, finishing running requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  draining_ = true;
+  loaded_.load()->engine->drain();
+  http_.stop();
+  listener.join();
+  std::fprintf(stderr, "squeeze serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+int run_server(const ServerParams& params) {
+  Server s(params);
+  return s.run();
+}
+
+}  // namespace squeeze::serve

@@ -1,0 +1,41 @@
+// serve/http_server.h — `squeeze serve`'s HTTP side on cpp-httplib: the OpenAI routes
+// (/v1/chat/completions, /v1/completions, /v1/models), /health, /metrics, /tokenize,
+// /detokenize, /apply-template; Bearer keys; body, nesting and connection limits; SSE
+// streaming with cancel-on-disconnect. The model loads after the socket is bound, so
+// /health answers 503 while it loads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "model/kv_cache.h"
+
+namespace squeeze::serve {
+
+struct ServerParams {
+  std::string model_path;
+  std::string model_alias;        // the id clients name; empty: the file's name
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int64_t parallel = 4;
+  int64_t n_ctx = 0;              // per slot; 0: the model's, at most 4096
+  int64_t chunk = 64;
+  int64_t max_queue = 256;
+  int64_t max_tokens = 0;         // largest max_tokens; 0: the context
+  int max_connections = 64;       // HTTP worker threads (each holds one connection)
+  size_t max_body_bytes = 8u << 20;
+  int max_json_depth = 64;
+  int idle_timeout_s = 30;        // keep-alive and read timeout
+  std::string api_key;            // empty: no key required
+  std::string reasoning_effort = "high";
+  model::KvType kv_type = model::KvType::F16;
+};
+
+// Binds, loads the model, serves until SIGTERM / SIGINT (then drains: running requests
+// finish, new ones get 503) and returns the exit code. Errors before serving (port in use,
+// bad model) are one-line squeeze::Errors.
+int run_server(const ServerParams& params);
+
+}  // namespace squeeze::serve

@@ -1,0 +1,492 @@
+// serve/openai_api.cpp — request checking and response objects (OpenAI's API reference
+// for the shapes; llama-server's extras top_k, min_p, repeat_penalty).
+#include "serve/openai_api.h"
+
+#include <chrono>
+#include <random>
+
+#include "core/error.h"
+
+namespace squeeze::serve {
+
+using chat::Json;
+
+namespace {
+
+constexpr int kMaxStops = 16;
+constexpr int kMaxTopLogprobs = 20;
+
+ApiError bad(const std::string& param, const std::string& message) { return ApiError(400, message, param); }
+
+std::string random_id(const char* prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string id = prefix;
+  for (int i = 0; i < 24; ++i) id += digits[rng() % 62];
+  return id;
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Optional typed fields: absent or null gives the default; a wrong type or range is a 400.
+double number_field(const Json& body, const char* key, double def, double lo, double hi) {
+  if (!body.contains(key) || body[key].is_null()) return def;
+  const Json& v = body[key];
+  if (!v.is_number()) throw bad(key, std::string("'") + key + "' must be a number");
+  const double x = v.get<double>();
+  if (!(x >= lo && x <= hi))
+    throw bad(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+int64_t int_field(const Json& body, const char* key, int64_t def, int64_t lo, int64_t hi) {
+  if (!body.contains(key) || body[key].is_null()) return def;
+  const Json& v = body[key];
+  if (!v.is_number_integer()) throw bad(key, std::string("'") + key + "' must be an integer");
+  const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
+  if (x < lo || x > hi)
+    throw bad(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                       std::to_string(x));
+  return x;
+}
+
+bool bool_field(const Json& body, const char* key, bool def) {
+  if (!body.contains(key) || body[key].is_null()) return def;
+  if (!body[key].is_boolean()) throw bad(key, std::string("'") + key + "' must be a boolean");
+  return body[key].get<bool>();
+}
+
+void check_model(const Json& body, const ApiContext& ctx) {
+  if (!body.contains("model") || body["model"].is_null()) return;
+  if (!body["model"].is_string()) throw bad("model", "'model' must be a string");
+  const std::string m = body["model"].get<std::string>();
+  if (m != ctx.model_id)
+    throw ApiError(404, "the model '" + m + "' does not exist; this server serves '" + ctx.model_id + "'", "model",
+                   "model_not_found");
+}
+
+// The fields chat and completions share: sampling, stops, limits, streaming.
+void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) {
+  check_model(body, ctx);
+  if (int_field(body, "n", 1, 1, 128) != 1) throw bad("n", "only n = 1 is supported");
+  text::SamplerParams& s = r.gen.sampling;
+  s.temperature = static_cast<float>(number_field(body, "temperature", 0.8, 0.0, 2.0));
+  s.top_p = static_cast<float>(number_field(body, "top_p", 0.95, 0.0, 1.0));
+  s.top_k = static_cast<int32_t>(int_field(body, "top_k", 40, 0, 1 << 30));
+  s.min_p = static_cast<float>(number_field(body, "min_p", 0.05, 0.0, 1.0));
+  s.presence_penalty = static_cast<float>(number_field(body, "presence_penalty", 0.0, -2.0, 2.0));
+  s.frequency_penalty = static_cast<float>(number_field(body, "frequency_penalty", 0.0, -2.0, 2.0));
+  s.repeat_penalty = static_cast<float>(number_field(body, "repeat_penalty", 1.0, 0.01, 10.0));
+  s.penalty_last_n = -1;  // OpenAI's penalties count every generated token so far
+  if (body.contains("seed") && !body["seed"].is_null()) {
+    if (!body["seed"].is_number_integer()) throw bad("seed", "'seed' must be an integer");
+    s.seed = body["seed"].is_number_unsigned() ? body["seed"].get<uint64_t>() : static_cast<uint64_t>(body["seed"].get<int64_t>());
+  } else {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    s.seed = rng();
+  }
+  if (body.contains("stop") && !body["stop"].is_null()) {
+    const Json& st = body["stop"];
+    std::vector<std::string> stops;
+    if (st.is_string()) {
+      stops.push_back(st.get<std::string>());
+    } else if (st.is_array()) {
+      if (st.size() > kMaxStops) throw bad("stop", "at most " + std::to_string(kMaxStops) + " stop strings");
+      for (const Json& x : st) {
+        if (!x.is_string()) throw bad("stop", "'stop' must be a string or a list of strings");
+        stops.push_back(x.get<std::string>());
+      }
+    } else {
+      throw bad("stop", "'stop' must be a string or a list of strings");
+    }
+    for (const auto& x : stops)
+      if (x.empty()) throw bad("stop", "stop strings must not be empty");
+    r.gen.stop_strings = std::move(stops);
+  }
+  r.stream = bool_field(body, "stream", false);
+  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+    if (!body["stream_options"].is_object()) throw bad("stream_options", "'stream_options' must be an object");
+    r.include_usage = bool_field(body["stream_options"], "include_usage", false);
+  }
+  const int64_t room = ctx.n_ctx - static_cast<int64_t>(r.gen.prompt.size());
+  if (room < 0)
+    throw bad("messages", "the prompt is " + std::to_string(r.gen.prompt.size()) + " tokens, " + std::to_string(-room) +
+                              " more than the context of " + std::to_string(ctx.n_ctx) + " tokens");
+  const char* key = body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null() ? "max_completion_tokens"
+                                                                                                       : "max_tokens";
+  const int64_t asked = int_field(body, key, -1, 1, ctx.max_tokens_limit);
+  // Unset: up to the context's end (finish_reason "length" there); the context bounds any value.
+  r.gen.max_tokens = asked > 0 ? asked : ctx.max_tokens_limit;
+}
+
+std::string content_text(const Json& content, const std::string& where) {
+  if (content.is_null()) return {};
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) throw bad(where, where + ": content must be a string or a list of parts");
+  std::string text;
+  for (const Json& part : content) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      throw bad(where, where + ": each content part needs a 'type'");
+    const std::string type = part["type"].get<std::string>();
+    if (type == "text") {
+      if (!part.contains("text") || !part["text"].is_string()) throw bad(where, where + ": a text part needs 'text'");
+      text += part["text"].get<std::string>();
+    } else if (type == "image_url" || type == "input_image" || type == "image") {
+      throw bad(where, where + ": image inputs are not supported yet (this server has no vision encoder)");
+    } else {
+      throw bad(where, where + ": content parts of type '" + type + "' are not supported");
+    }
+  }
+  return text;
+}
+
+// OpenAI messages → what the template reads: content flattened to text, tool-call
+// arguments (JSON strings on the wire) decoded to objects, reasoning_content kept.
+Json template_messages(const Json& body) {
+  if (!body.contains("messages")) throw bad("messages", "'messages' is required");
+  const Json& in = body["messages"];
+  if (!in.is_array() || in.empty()) throw bad("messages", "'messages' must be a non-empty list");
+  Json out = Json::array();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    const Json& m = in[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) throw bad(where, where + " needs a string 'role'");
+    std::string role = m["role"].get<std::string>();
+    if (role == "developer") role = "system";
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+      throw bad(where, where + ": unknown role '" + role + "'");
+    Json t = {{"role", role}, {"content", content_text(m.contains("content") ? m["content"] : Json(), where)}};
+    if (role == "assistant") {
+      if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) t["reasoning_content"] = m["reasoning_content"];
+      if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+        if (!m["tool_calls"].is_array()) throw bad(where, where + ": 'tool_calls' must be a list");
+        Json calls = Json::array();
+        for (const Json& c : m["tool_calls"]) {
+          if (!c.is_object() || !c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
+              !c["function"]["name"].is_string())
+            throw bad(where, where + ": each tool call needs function.name");
+          Json args = Json::object();
+          if (c["function"].contains("arguments")) {
+            const Json& a = c["function"]["arguments"];
+            if (a.is_string()) {
+              args = Json::parse(a.get<std::string>(), nullptr, false);
+              if (args.is_discarded() || !args.is_object())
+                throw bad(where, where + ": tool call arguments must be a JSON object (as a string)");
+            } else if (a.is_object()) {
+              args = a;
+            }
+          }
+          Json call = {{"type", "function"}, {"function", {{"name", c["function"]["name"]}, {"arguments", args}}}};
+          if (c.contains("id") && c["id"].is_string()) call["id"] = c["id"];
+          calls.push_back(call);
+        }
+        t["tool_calls"] = calls;
+      }
+    }
+    if (role == "tool") {
+      if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) t["tool_call_id"] = m["tool_call_id"];
+      if (m.contains("name") && m["name"].is_string()) t["name"] = m["name"];
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace
+
+ApiError::ApiError(int status_, std::string message, std::string param_, std::string type_)
+    : std::runtime_error(std::move(message)), status(status_), param(std::move(param_)), type(std::move(type_)) {
+  if (type.empty()) {
+    type = status == 401 ? "authentication_error"
+           : status == 404 ? "not_found_error"
+           : status == 503 ? "unavailable_error"
+           : status >= 500 ? "server_error"
+                           : "invalid_request_error";
+  }
+}
+
+Json ApiError::to_json() const {
+  return {{"error", {{"message", what()}, {"type", type}, {"param", param.empty() ? Json() : Json(param)}, {"code", status}}}};
+}
+
+Json parse_body(const std::string& body, int max_depth) {
+  bool too_deep = false;
+  const Json::parser_callback_t depth_check = [&](int depth, Json::parse_event_t, Json&) {
+    if (depth > max_depth) too_deep = true;
+    return !too_deep;
+  };
+  Json j = Json::parse(body, depth_check, false);
+  if (too_deep) throw ApiError(400, "the request body nests deeper than " + std::to_string(max_depth) + " levels");
+  if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  return j;
+}
+
+std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* has_tools) {
+  if (!ctx.chat) throw ApiError(400, "this model has no chat template (tokenizer.chat_template); use /v1/completions");
+  const Json messages = template_messages(body);
+  Json tools = nullptr;
+  std::string choice = "auto";
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    if (!body["tool_choice"].is_string()) throw bad("tool_choice", "'tool_choice' other than \"auto\" or \"none\" is not supported");
+    choice = body["tool_choice"].get<std::string>();
+    if (choice != "auto" && choice != "none")
+      throw bad("tool_choice", "'tool_choice' \"" + choice + "\" is not supported (use \"auto\" or \"none\")");
+  }
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    if (!body["tools"].is_array()) throw bad("tools", "'tools' must be a list");
+    for (const Json& t : body["tools"])
+      if (!t.is_object() || !t.contains("function") || !t["function"].is_object() || !t["function"].contains("name") ||
+          !t["function"]["name"].is_string())
+        throw bad("tools", "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    if (!body["tools"].empty() && choice != "none") tools = body["tools"];
+  }
+  if (has_tools) *has_tools = !tools.is_null();
+  std::string effort = ctx.default_reasoning_effort;
+  if (body.contains("reasoning_effort") && !body["reasoning_effort"].is_null()) {
+    if (!body["reasoning_effort"].is_string()) throw bad("reasoning_effort", "'reasoning_effort' must be a string");
+    effort = body["reasoning_effort"].get<std::string>();
+    if (effort == "none" || effort == "minimal") effort = "low";  // the model's lowest level
+    if (effort != "low" && effort != "medium" && effort != "high" && effort != "xhigh")
+      throw bad("reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
+  }
+  const Json extra = {{"reasoning_strength", effort}, {"reasoning_effort", effort}};
+  try {
+    return ctx.chat->render(messages, true, tools, extra);
+  } catch (const std::exception& e) {
+    throw bad("messages", std::string("the chat template refused the messages: ") + e.what());
+  }
+}
+
+PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
+  PreparedRequest r;
+  r.endpoint = Endpoint::chat;
+  bool has_tools = false;
+  r.prompt_text = render_chat_prompt(body, ctx, &has_tools);
+  r.gen.prompt = ctx.chat->tokenize(r.prompt_text);
+  if (body.contains("response_format") && !body["response_format"].is_null()) {
+    const Json& f = body["response_format"];
+    if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) throw bad("response_format", "'response_format' needs a 'type'");
+    if (f["type"] != "text")
+      throw bad("response_format", "response_format '" + f["type"].get<std::string>() +
+                                       "' is not supported (no grammar-constrained sampling yet); use \"text\"");
+  }
+  common_fields(body, ctx, r);
+  r.logprobs = bool_field(body, "logprobs", false);
+  const int64_t top = int_field(body, "top_logprobs", -1, 0, kMaxTopLogprobs);
+  if (top >= 0 && !r.logprobs) throw bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  r.gen.top_logprobs = r.logprobs ? static_cast<int>(std::max<int64_t>(top, 0)) : -1;
+  r.gen.stop_ids = ctx.chat->stop_ids();
+  r.parse_muse = ctx.muse_glimmer_output;
+  if (r.parse_muse) {
+    // <|eom|> ends one message of a turn, not the turn: the parser reads the next one.
+    if (const auto eom = ctx.model->tokenizer().find_token("<|eom|>"))
+      std::erase(r.gen.stop_ids, *eom);
+    r.gen.render_control = true;
+    if (has_tools) r.tools = chat::ToolParams::from_json(body["tools"]);
+  }
+  return r;
+}
+
+PreparedRequest prepare_completion(const Json& body, const ApiContext& ctx) {
+  PreparedRequest r;
+  r.endpoint = Endpoint::completion;
+  if (!body.contains("prompt")) throw bad("prompt", "'prompt' is required");
+  const Json& p = body["prompt"];
+  const text::Tokenizer& tok = ctx.model->tokenizer();
+  const auto encode = [&](const std::string& s) { return tok.encode(s, {.add_special = true, .parse_special = true}); };
+  if (p.is_string()) {
+    r.gen.prompt = encode(p.get<std::string>());
+  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+    r.gen.prompt = encode(p[0].get<std::string>());
+  } else if (p.is_array() && !p.empty() && std::all_of(p.begin(), p.end(), [](const Json& x) { return x.is_number_integer(); })) {
+    for (const Json& x : p) {
+      const int64_t id = x.get<int64_t>();
+      if (id < 0 || id >= tok.n_vocab())
+        throw bad("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(tok.n_vocab()) + ")");
+      r.gen.prompt.push_back(static_cast<int32_t>(id));
+    }
+  } else {
+    throw bad("prompt", "'prompt' must be a string, a list of one string, or a list of token ids");
+  }
+  if (r.gen.prompt.empty()) throw bad("prompt", "the prompt is empty");
+  common_fields(body, ctx, r);
+  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+    r.gen.top_logprobs = static_cast<int>(int_field(body, "logprobs", 0, 0, 5));
+    r.logprobs = true;
+  }
+  if (tok.eos_id() >= 0) r.gen.stop_ids.push_back(tok.eos_id());
+  if (bool_field(body, "ignore_eos", false)) r.gen.stop_ids.clear();
+  return r;
+}
+
+ResponseBuilder::ResponseBuilder(const PreparedRequest& req, const ApiContext& ctx)
+    : req_(req),
+      ctx_(ctx),
+      id_(random_id(req.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-")),
+      created_(unix_now()) {
+  if (req.parse_muse) parser_.emplace(req.tools);
+}
+
+chat::ParsedOutput ResponseBuilder::take(const Update& u) {
+  chat::ParsedOutput out;
+  if (parser_) {
+    out = parser_->feed(u.text);
+    if (u.finish != FinishReason::none) out.append(parser_->finish());
+  } else {
+    out.content = u.text;
+  }
+  if (u.finish != FinishReason::none) {
+    finish_ = u.finish;
+    error_ = u.error;
+    prompt_tokens_ = u.prompt_tokens;
+    cached_tokens_ = u.cached_tokens;
+    completion_tokens_ = u.completion_tokens;
+  }
+  whole_.append(out);
+  text_ += u.text;
+  logprobs_.insert(logprobs_.end(), u.logprobs.begin(), u.logprobs.end());
+  return out;
+}
+
+std::string ResponseBuilder::finish_reason_text() const {
+  if (finish_ == FinishReason::length) return "length";
+  if (!whole_.tool_calls.empty()) return "tool_calls";
+  return "stop";
+}
+
+Json ResponseBuilder::tool_calls_json(const std::vector<chat::ToolCall>& calls, size_t first_index) const {
+  Json out = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i)
+    out.push_back({{"index", first_index + i},
+                   {"id", random_id("call_")},
+                   {"type", "function"},
+                   {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}});
+  return out;
+}
+
+Json ResponseBuilder::logprobs_json(const std::vector<TokenLogprob>& lp, size_t first_offset) const {
+  const text::Tokenizer& tok = ctx_.model->tokenizer();
+  const auto piece = [&](int32_t id) { return tok.token_to_piece(id, {.render_control = req_.gen.render_control}); };
+  const auto bytes = [](const std::string& s) {
+    Json b = Json::array();
+    for (unsigned char c : s) b.push_back(c);
+    return b;
+  };
+  // Token text may split a UTF-8 sequence; JSON needs valid UTF-8, so such bytes are
+  // replaced in "token" (the exact bytes are in "bytes", as OpenAI does).
+  const auto text_of = [](const std::string& s) { return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace); };
+  if (req_.endpoint == Endpoint::chat) {
+    Json content = Json::array();
+    for (const TokenLogprob& t : lp) {
+      const std::string p = piece(t.id);
+      Json top = Json::array();
+      for (const TopLogprob& a : t.top) {
+        const std::string ap = piece(a.id);
+        top.push_back({{"token", Json::parse(text_of(ap))}, {"logprob", a.logprob}, {"bytes", bytes(ap)}});
+      }
+      content.push_back({{"token", Json::parse(text_of(p))}, {"logprob", t.logprob}, {"bytes", bytes(p)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  Json tokens = Json::array(), token_lp = Json::array(), tops = Json::array(), offsets = Json::array();
+  size_t offset = first_offset;
+  for (const TokenLogprob& t : lp) {
+    const std::string p = piece(t.id);
+    tokens.push_back(Json::parse(text_of(p)));
+    token_lp.push_back(t.logprob);
+    Json top = Json::object();
+    for (const TopLogprob& a : t.top) top[Json::parse(text_of(piece(a.id))).get<std::string>()] = a.logprob;
+    tops.push_back(top);
+    offsets.push_back(offset);
+    offset += p.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_lp}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+Json ResponseBuilder::usage_json() const {
+  int64_t reasoning_tokens = 0;
+  if (!whole_.reasoning.empty())
+    reasoning_tokens = static_cast<int64_t>(ctx_.model->tokenizer().encode(whole_.reasoning, {.add_special = false}).size());
+  return {{"prompt_tokens", prompt_tokens_},
+          {"completion_tokens", completion_tokens_},
+          {"total_tokens", prompt_tokens_ + completion_tokens_},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens_}}},
+          {"completion_tokens_details", {{"reasoning_tokens", reasoning_tokens}}}};
+}
+
+void ResponseBuilder::add(const Update& u) { take(u); }
+
+Json ResponseBuilder::final_object() const {
+  const bool chat = req_.endpoint == Endpoint::chat;
+  Json choice = {{"index", 0}};
+  if (chat) {
+    Json msg = {{"role", "assistant"}};
+    msg["content"] = whole_.content.empty() && !whole_.tool_calls.empty() ? Json() : Json(whole_.content);
+    if (!whole_.reasoning.empty()) msg["reasoning_content"] = whole_.reasoning;
+    if (!whole_.tool_calls.empty()) msg["tool_calls"] = tool_calls_json(whole_.tool_calls, 0);
+    choice["message"] = msg;
+  } else {
+    choice["text"] = text_;
+  }
+  choice["logprobs"] = req_.logprobs ? logprobs_json(logprobs_, 0) : Json();
+  choice["finish_reason"] = finish_reason_text();
+  return {{"id", id_},
+          {"object", chat ? "chat.completion" : "text_completion"},
+          {"created", created_},
+          {"model", ctx_.model_id},
+          {"system_fingerprint", "squeeze"},
+          {"choices", Json::array({choice})},
+          {"usage", usage_json()}};
+}
+
+std::vector<Json> ResponseBuilder::chunks(const Update& u) {
+  const bool chat = req_.endpoint == Endpoint::chat;
+  const size_t calls_before = whole_.tool_calls.size(), text_before = text_.size();
+  const chat::ParsedOutput delta = take(u);
+  std::vector<Json> out;
+  const auto chunk = [&](Json choice) {
+    return Json{{"id", id_},
+                {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", created_},
+                {"model", ctx_.model_id},
+                {"system_fingerprint", "squeeze"},
+                {"choices", Json::array({std::move(choice)})}};
+  };
+  if (chat && !role_sent_) {
+    out.push_back(chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}));
+    role_sent_ = true;
+  }
+  const bool has_lp = req_.logprobs && !u.logprobs.empty();
+  if (chat) {
+    Json d = Json::object();
+    if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
+    if (!delta.content.empty()) d["content"] = delta.content;
+    if (!delta.tool_calls.empty()) d["tool_calls"] = tool_calls_json(delta.tool_calls, calls_before);
+    if (!d.empty() || has_lp)
+      out.push_back(chunk({{"index", 0}, {"delta", d}, {"logprobs", has_lp ? logprobs_json(u.logprobs, 0) : Json()}, {"finish_reason", nullptr}}));
+  } else if (!u.text.empty() || has_lp) {
+    out.push_back(chunk({{"index", 0}, {"text", u.text}, {"logprobs", has_lp ? logprobs_json(u.logprobs, text_before) : Json()},
+                         {"finish_reason", nullptr}}));
+  }
+  if (u.finish != FinishReason::none && u.finish != FinishReason::error && u.finish != FinishReason::cancelled) {
+    Json fin = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason_text()}};
+    if (chat) {
+      fin["delta"] = Json::object();
+    } else {
+      fin["text"] = "";
+    }
+    out.push_back(chunk(fin));
+    if (req_.include_usage) {
+      Json usage = chunk(nullptr);
+      usage["choices"] = Json::array();
+      usage["usage"] = usage_json();
+      out.push_back(usage);
+    }
+  }
+  return out;
+}
+
+}  // namespace squeeze::serve

@@ -1,0 +1,105 @@
+// serve/openai_api.h — OpenAI's request and response objects, without HTTP: a request body
+// checked field by field into a GenerationRequest (errors are ApiErrors with the status and
+// the offending parameter), and engine Updates turned into chat.completion /
+// text_completion objects and their streaming chunks.
+//
+// Field rules (docs/server.md lists them all): unknown fields are ignored, as llama-server
+// and most OpenAI-compatible servers do; `n` other than 1, image inputs, `tool_choice`
+// other than "auto" / "none", and `response_format` other than "text" are refused with a
+// 400 naming the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "chat/muse_glimmer_output.h"
+#include "chat/tool_params.h"
+#include "chat/value.h"
+#include "model/model.h"
+#include "serve/chat_format.h"
+#include "serve/engine.h"
+
+namespace squeeze::serve {
+
+// An OpenAI error object with its HTTP status.
+struct ApiError : std::runtime_error {
+  ApiError(int status, std::string message, std::string param = {}, std::string type = {});
+  int status;
+  std::string param, type;
+  chat::Json to_json() const;  // {"error": {"message", "type", "param", "code"}}
+};
+
+// The body as JSON; malformed JSON, nesting past max_depth or a non-object is a 400.
+chat::Json parse_body(const std::string& body, int max_depth = 64);
+
+// What the server knows that a request is checked against.
+struct ApiContext {
+  const model::Model* model = nullptr;
+  const ChatFormat* chat = nullptr;   // null: the model has no chat template (chat endpoints 400)
+  std::string model_id;               // what /v1/models lists and requests may name
+  int64_t n_ctx = 0;                  // context per slot
+  int64_t max_tokens_limit = 0;       // largest max_tokens a request may ask for
+  bool muse_glimmer_output = false;   // parse the output as Muse Glimmer's framing
+  std::string default_reasoning_effort = "high";
+};
+
+enum class Endpoint { chat, completion };
+
+struct PreparedRequest {
+  Endpoint endpoint = Endpoint::chat;
+  GenerationRequest gen;
+  bool stream = false, include_usage = false;
+  bool logprobs = false;
+  bool parse_muse = false;            // feed the output to MuseGlimmerOutputParser
+  chat::ToolParams tools;
+  std::string prompt_text;            // the rendered chat prompt (chat only)
+};
+
+PreparedRequest prepare_chat(const chat::Json& body, const ApiContext& ctx);
+PreparedRequest prepare_completion(const chat::Json& body, const ApiContext& ctx);
+
+// The rendering of a chat request's messages (+ tools, reasoning effort) as the template
+// gives it, for /apply-template and prepare_chat.
+std::string render_chat_prompt(const chat::Json& body, const ApiContext& ctx, bool* has_tools = nullptr);
+
+// Collects a request's updates into the final object, or into streaming chunks.
+class ResponseBuilder {
+ public:
+  ResponseBuilder(const PreparedRequest& req, const ApiContext& ctx);
+
+  // Streaming: the chunks (JSON objects) this update yields, in order. The first call also
+  // yields the role chunk (chat); the final update yields the finish chunk and, when
+  // include_usage, the usage chunk.
+  std::vector<chat::Json> chunks(const Update& u);
+  // Non-streaming: accumulate every update, then build the object.
+  void add(const Update& u);
+  chat::Json final_object() const;
+  bool finished() const { return finish_ != FinishReason::none; }
+  FinishReason finish() const { return finish_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  chat::ParsedOutput take(const Update& u);   // the update's text through the parser (or as content)
+  chat::Json logprobs_json(const std::vector<TokenLogprob>& lp, size_t first_offset) const;
+  chat::Json usage_json() const;
+  std::string finish_reason_text() const;
+  chat::Json tool_calls_json(const std::vector<chat::ToolCall>& calls, size_t first_index) const;
+
+  const PreparedRequest& req_;
+  const ApiContext& ctx_;
+  std::string id_;
+  int64_t created_;
+  std::optional<chat::MuseGlimmerOutputParser> parser_;
+  chat::ParsedOutput whole_;
+  std::vector<TokenLogprob> logprobs_;
+  std::string text_;                  // completion text so far
+  bool role_sent_ = false;
+  FinishReason finish_ = FinishReason::none;
+  std::string error_;
+  int64_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;
+};
+
+}  // namespace squeeze::serve
