@@ -13,6 +13,7 @@ SQUEEZE_APT_PACKAGES=(
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcpp-httplib-dev
   libpng-dev
+  chromium  # the server's chat page is tested in headless Chromium
   libutf8proc-dev
   python3 python3-venv
 )

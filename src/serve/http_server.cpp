@@ -18,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "model/model.h"
 #include "serve/chat_format.h"
+#include "serve/chat_page.h"
 #include "serve/engine.h"
 #include "serve/openai_api.h"
 
@@ -229,7 +230,9 @@ void Server::generate(const httplib::Request& req, httplib::Response& res, Endpo
 
 void Server::routes() {
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (p_.api_key.empty() || req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
+    // The page itself is public (it holds no data); what it fetches needs the key.
+    if (p_.api_key.empty() || req.path == "/health" || req.path == "/v1/health" || req.path == "/")
+      return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
     const std::string key = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
@@ -253,6 +256,7 @@ void Server::routes() {
     if (!loaded_.load()) throw ApiError(503, "the model is loading");
     res.set_content(R"({"status":"ok"})", "application/json");
   });
+  http_.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(chat_page_html(), "text/html; charset=utf-8"); });
   http_.Get("/health", health);
   http_.Get("/v1/health", health);
   const auto models = guarded([this](const httplib::Request&, httplib::Response& res) {

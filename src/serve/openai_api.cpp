@@ -241,7 +241,16 @@ std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* ha
       if (!t.is_object() || !t.contains("function") || !t["function"].is_object() || !t["function"].contains("name") ||
           !t["function"]["name"].is_string())
         throw bad("tools", "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
-    if (!body["tools"].empty() && choice != "none") tools = body["tools"];
+    if (!body["tools"].empty() && choice != "none") {
+      // OpenAI makes description and parameters optional; templates print both.
+      tools = body["tools"];
+      for (Json& t : tools) {
+        Json& fn = t["function"];
+        if (!fn.contains("description") || !fn["description"].is_string()) fn["description"] = "";
+        if (!fn.contains("parameters") || !fn["parameters"].is_object())
+          fn["parameters"] = {{"type", "object"}, {"properties", Json::object()}};
+      }
+    }
   }
   if (has_tools) *has_tools = !tools.is_null();
   std::string effort = ctx.default_reasoning_effort;

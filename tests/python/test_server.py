@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import pathlib
+import re
 import socket
 import time
 import urllib.parse
@@ -17,6 +18,7 @@ import urllib.parse
 import openai
 import pytest
 
+from cdp_util import Browser, find_chromium
 from serve_util import Server
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -320,3 +322,29 @@ def test_smollm2_chat_and_concurrency():
             assert list(pool.map(ask, qs)) == alone
     finally:
         assert s.stop() == 0
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no chromium (scripts/test installs Debian's)")
+def test_chat_page_in_headless_chromium(server):
+    """The page at / as a user drives it: type, press Enter, watch the answer stream in."""
+    browser = Browser(find_chromium())
+    try:
+        assert browser.goto(server.url + "/", "document.getElementById('model')?.textContent.endsWith('.gguf')")
+        browser.evaluate("document.getElementById('effort').value = 'low'")
+        browser.evaluate("document.getElementById('max').value = '40'")  # two turns fit the 256-token context
+        browser.evaluate("""(() => { const i = document.getElementById('input'); i.value = 'Who begat Enos?';
+                            i.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); })()""")
+        assert browser.wait("document.querySelector('.msg.assistant')?.dataset.done === '1'", timeout=120), \
+            browser.evaluate("document.getElementById('log').innerText")
+        user = browser.evaluate("document.querySelector('.msg.user').textContent")
+        answer = browser.evaluate("document.querySelector('.msg.assistant .content').textContent")
+        stats = browser.evaluate("document.querySelector('.msg.assistant .stats').textContent")
+        assert user == "Who begat Enos?"
+        assert answer.strip(), "no answer rendered"
+        assert re.match(r"\d+ tokens · [\d.]+ tokens/s · first token [\d.]+ s · (stop|length)$", stats), stats
+        # A second turn goes out with the first one as history.
+        browser.evaluate("""(() => { const i = document.getElementById('input'); i.value = 'And then?';
+                            document.getElementById('send').click(); })()""")
+        assert browser.wait("document.querySelectorAll('.msg.assistant')[1]?.dataset.done === '1'", timeout=120)
+    finally:
+        browser.close()

@@ -1,0 +1,168 @@
+// tests/serve/test_openai_api.cpp — the OpenAI objects without HTTP: request checking
+// (status and parameter of each refusal) and Muse Glimmer output turned into
+// reasoning_content / content / tool_calls, whole and as streaming deltas, however the
+// generated text is split across updates.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "serve/chat_format.h"
+#include "serve/openai_api.h"
+
+using namespace squeeze;
+using namespace squeeze::serve;
+using chat::Json;
+
+namespace {
+
+struct Fixture {
+  std::unique_ptr<model::Model> model = model::Model::load(SQUEEZE_SOURCE_DIR "/models/muse-glimmer-kjv.f16.gguf");
+  ChatFormat chat{*model};
+  ApiContext ctx;
+  Fixture() {
+    ctx.model = model.get();
+    ctx.chat = &chat;
+    ctx.model_id = "student";
+    ctx.n_ctx = 256;
+    ctx.max_tokens_limit = 256;
+    ctx.muse_glimmer_output = true;
+  }
+};
+
+Fixture& fx() {
+  static Fixture f;
+  return f;
+}
+
+// The tool guide alone is ~750 tokens: tool requests are checked against a longer context.
+ApiContext wide_ctx() {
+  ApiContext c = fx().ctx;
+  c.n_ctx = c.max_tokens_limit = 2048;
+  return c;
+}
+
+Json user(const std::string& text) { return Json::array({{{"role", "user"}, {"content", text}}}); }
+
+int status_of(const Json& body, Endpoint e = Endpoint::chat) {
+  try {
+    if (e == Endpoint::chat) {
+      prepare_chat(body, fx().ctx);
+    } else {
+      prepare_completion(body, fx().ctx);
+    }
+  } catch (const ApiError& err) {
+    return err.status;
+  }
+  return 200;
+}
+
+const Json kTools = Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+  "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}])");
+
+// What the model writes after the generation prompt: reasoning, then a tool call.
+const std::string kOutput =
+    " to=self<|message|>The user wants weather.<|eom|><|start|>assistant to=get_weather<|message|>"
+    "<atem:function_calls>\n<atem:invoke name=\"get_weather\">\n<atem:parameter name=\"city\">Paris</atem:parameter>\n"
+    "<atem:parameter name=\"days\">3</atem:parameter>\n</atem:invoke>\n</atem:function_calls>";
+
+}  // namespace
+
+TEST(OpenAiRequest, ValidRequestsPrepareAndBadOnesAreRefusedWithTheirStatus) {
+  EXPECT_EQ(status_of({{"messages", user("Hi")}}), 200);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"model", "student"}, {"max_tokens", 5}, {"stop", {"a", "b"}}}), 200);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"model", "other"}}), 404);
+  EXPECT_EQ(status_of({{"messages", "Hi"}}), 400);
+  EXPECT_EQ(status_of(Json::object()), 400);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"temperature", 3}}), 400);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"max_tokens", 100000}}), 400);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"seed", "x"}}), 400);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"stop", {""}}}), 400);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"reasoning_effort", "max"}}), 400);
+  EXPECT_EQ(status_of({{"messages", user(std::string(3000, 'x'))}}), 400);  // past the 256-token context
+  EXPECT_EQ(status_of({{"prompt", Json::array()}}, Endpoint::completion), 400);
+  EXPECT_EQ(status_of({{"prompt", {1, 2, 3}}}, Endpoint::completion), 200);
+  EXPECT_EQ(status_of({{"prompt", {1, -2}}}, Endpoint::completion), 400);
+  EXPECT_THROW(parse_body("{\"a\": "), ApiError);
+  EXPECT_THROW(parse_body(std::string(100, '[') + std::string(100, ']')), ApiError);
+  EXPECT_EQ(parse_body("{\"a\": [1]}")["a"][0], 1);
+}
+
+TEST(OpenAiRequest, MuseGlimmerChatKeepsEomRunningAndRendersControlText) {
+  const ApiContext ctx = wide_ctx();
+  const PreparedRequest r = prepare_chat({{"messages", user("Hi")}, {"tools", kTools}, {"reasoning_effort", "medium"}}, ctx);
+  const auto eom = fx().model->tokenizer().find_token("<|eom|>");
+  ASSERT_TRUE(eom.has_value());
+  EXPECT_EQ(std::count(r.gen.stop_ids.begin(), r.gen.stop_ids.end(), *eom), 0);
+  EXPECT_TRUE(r.gen.render_control && r.parse_muse);
+  EXPECT_NE(r.prompt_text.find("Reasoning strength: medium."), std::string::npos);
+  EXPECT_NE(r.prompt_text.find("get_weather"), std::string::npos);
+  EXPECT_TRUE(r.tools.has_tool("get_weather"));
+}
+
+TEST(OpenAiResponse, ToolCallAndReasoningWholeAndStreamedInAnySplit) {
+  const ApiContext ctx = wide_ctx();
+  const PreparedRequest r = prepare_chat({{"messages", user("Weather in Paris?")}, {"tools", kTools}}, ctx);
+  ResponseBuilder whole(r, ctx);
+  whole.add({.text = kOutput});
+  whole.add({.finish = FinishReason::stop, .prompt_tokens = 100, .completion_tokens = 40});
+  const Json obj = whole.final_object();
+  const Json& msg = obj["choices"][0]["message"];
+  EXPECT_EQ(obj["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(msg["reasoning_content"], "The user wants weather.");
+  EXPECT_TRUE(msg["content"].is_null());
+  ASSERT_EQ(msg["tool_calls"].size(), 1u);
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            Json::parse(R"({"city": "Paris", "days": 3})"));
+  EXPECT_GT(obj["usage"]["completion_tokens_details"]["reasoning_tokens"].get<int>(), 0);
+  EXPECT_EQ(obj["usage"]["total_tokens"], 140);
+
+  for (size_t piece : {1u, 3u, 7u, 64u}) {
+    ResponseBuilder b(r, ctx);
+    std::vector<Json> chunks;
+    for (size_t i = 0; i < kOutput.size(); i += piece) {
+      auto c = b.chunks({.text = kOutput.substr(i, piece)});
+      chunks.insert(chunks.end(), c.begin(), c.end());
+    }
+    auto c = b.chunks({.finish = FinishReason::stop, .prompt_tokens = 100, .completion_tokens = 40});
+    chunks.insert(chunks.end(), c.begin(), c.end());
+    ASSERT_GE(chunks.size(), 3u);
+    EXPECT_EQ(chunks.front()["choices"][0]["delta"]["role"], "assistant");
+    std::string reasoning, content;
+    Json calls = Json::array();
+    for (const Json& ch : chunks) {
+      const Json& d = ch["choices"][0]["delta"];
+      if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+      if (d.contains("content")) content += d["content"].get<std::string>();
+      if (d.contains("tool_calls"))
+        for (const Json& t : d["tool_calls"]) calls.push_back(t);
+    }
+    EXPECT_EQ(reasoning, "The user wants weather.") << piece;
+    EXPECT_EQ(content, "") << piece;
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0]["index"], 0);
+    EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "tool_calls");
+  }
+}
+
+TEST(OpenAiResponse, UsageChunkOnlyWhenAskedAndCompletionObjects) {
+  PreparedRequest r = prepare_completion({{"prompt", "And God said"}, {"stream", true}}, fx().ctx);
+  ResponseBuilder b(r, fx().ctx);
+  auto c = b.chunks({.text = " Let there"});
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]["object"], "text_completion");
+  EXPECT_EQ(c[0]["choices"][0]["text"], " Let there");
+  c = b.chunks({.finish = FinishReason::length, .prompt_tokens = 4, .completion_tokens = 2});
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]["choices"][0]["finish_reason"], "length");
+
+  r = prepare_completion({{"prompt", "And God said"}, {"stream", true}, {"stream_options", {{"include_usage", true}}}}, fx().ctx);
+  ResponseBuilder u(r, fx().ctx);
+  c = u.chunks({.finish = FinishReason::stop, .prompt_tokens = 4, .cached_tokens = 0, .completion_tokens = 1});
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_TRUE(c[1]["choices"].empty());
+  EXPECT_EQ(c[1]["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(c[1]["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+}
