@@ -16,6 +16,7 @@
 #include "kernels/cpu/ops.h"
 #include "model/forward.h"
 #include "quant/matmul.h"
+#include "quant/traits.h"
 
 namespace squeeze::model {
 
@@ -23,11 +24,13 @@ namespace {
 
 using kernels::cpu::ops;
 
-// Y[n, W.rows] = X[n, W.cols] · Wᵀ: GEMV for one token, the tiled GEMM for a batch; in
-// batch-invariant mode the dot tile for every n, so a row's bits never depend on n.
+// Y[n, W.rows] = X[n, W.cols] · Wᵀ: GEMV for one token, the tiled GEMM for a batch. In
+// batch-invariant mode the GEMM is the dot tile for every n, and the GEMV the same type's
+// dot kernels (bit-identical to the tile: test_quant_matmul), not the f32 fast path.
 void linear(ThreadPool& pool, const quant::QMatrix& W, const float* X, int64_t n, float* Y, bool batch_invariant) {
-  if (n == 1 && !batch_invariant) {
-    quant::gemv(pool, W, X, Y);
+  if (n == 1) {
+    const bool f32_dots = batch_invariant && W.type == gguf::GgmlType::F32;
+    quant::gemv(pool, W, X, Y, f32_dots ? &quant::traits(W.type) : nullptr);
   } else {
     quant::gemm(pool, W, {.X = X, .M = n, .ldx = W.cols, .Y = Y, .ldy = W.rows, .batch_invariant = batch_invariant});
   }

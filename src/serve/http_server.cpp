@@ -337,7 +337,9 @@ int Server::run() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const int threads = std::max(4, p_.max_connections);
+  // One worker per connection: every slot's stream, the queue's waiting clients up to the
+  // connection limit, and a few for /health and /metrics while all of them are busy.
+  const int threads = std::max<int>(p_.max_connections, static_cast<int>(2 * p_.parallel) + 4);
   http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_.set_payload_max_length(p_.max_body_bytes);
   http_.set_read_timeout(p_.idle_timeout_s, 0);
