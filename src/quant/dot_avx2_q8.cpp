@@ -253,6 +253,88 @@ void wrows(int64_t n, const void* w, int64_t stride, const void* a, float* out) 
   }
 }
 
+// One step of CNT ≤ 4 blocks from block i for NT activation rows against one weight row
+// (the small-batch GEMM tile): the weight codes are decoded once, and each token's
+// arithmetic is wstep's for that token op for op, so results equal the GEMV's bit for bit.
+template <typename Block, int NT, int CNT>
+__attribute__((always_inline)) inline void tstep(const Block* x, const BlockQ8_0* const* y, int64_t i, __m128* acc,
+                                                 __m128* off) {
+  const __m128i ones8 = _mm_set1_epi8(1);
+  if constexpr (CNT == 4) {
+    _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPrefetchBytes, _MM_HINT_T0);
+    if constexpr (4 * sizeof(Block) > 64) _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPrefetchBytes + 64, _MM_HINT_T0);
+  }
+  __m128i lo[4], hi[4];
+  uint64_t hd[4] = {0, 0, 0, 0}, hm[4] = {0, 0, 0, 0};
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    if (k < CNT) {
+      block_codes(x[i + k], lo[k], hi[k]);
+      hd[k] = x[i + k].d;
+      if constexpr (kOffset<Block>) hm[k] = x[i + k].m;
+    }
+  }
+  const __m128 dx = halves4(hd[0], hd[1], hd[2], hd[3]);
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+    const BlockQ8_0* yt = y[t];
+    __m128i sa[4], p[4];
+    uint64_t hy[4] = {0, 0, 0, 0};
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      if (k < CNT) {
+        sa[k] = block_p16(ones8, ones8, yt[i + k]);
+        hy[k] = yt[i + k].d;
+        p[k] = block_p16(lo[k], hi[k], yt[i + k]);
+      } else {
+        sa[k] = _mm_setzero_si128();
+        p[k] = _mm_setzero_si128();
+      }
+    }
+    const __m128 dy = halves4(hy[0], hy[1], hy[2], hy[3]);
+    const __m128 sy = _mm_mul_ps(dy, _mm_cvtepi32_ps(merge4(sa[0], sa[1], sa[2], sa[3])));
+    acc[t] = _mm_fmadd_ps(_mm_mul_ps(dx, dy), _mm_cvtepi32_ps(merge4(p[0], p[1], p[2], p[3])), acc[t]);
+    if constexpr (kOffset<Block>) off[t] = _mm_fmadd_ps(halves4(hm[0], hm[1], hm[2], hm[3]), sy, off[t]);
+    else off[t] = _mm_fmadd_ps(dx, sy, off[t]);
+  }
+}
+
+// out[t] = dot(w, activation row t) for NT rows at `s` bytes.
+template <typename Block, int NT>
+void tokens(int64_t n, const void* w, const void* a, int64_t s, float* out) {
+  const auto* x = static_cast<const Block*>(w);
+  const BlockQ8_0* y[NT];
+  __m128 acc[NT], off[NT];
+  for (int t = 0; t < NT; ++t) {
+    y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const char*>(a) + t * s);
+    acc[t] = _mm_setzero_ps();
+    off[t] = _mm_setzero_ps();
+  }
+  const int64_t nb = n / kQK;
+  int64_t i = 0;
+  for (; i + 4 <= nb; i += 4) tstep<Block, NT, 4>(x, y, i, acc, off);
+  switch (nb - i) {
+    case 1: tstep<Block, NT, 1>(x, y, i, acc, off); break;
+    case 2: tstep<Block, NT, 2>(x, y, i, acc, off); break;
+    case 3: tstep<Block, NT, 3>(x, y, i, acc, off); break;
+    default: break;
+  }
+  for (int t = 0; t < NT; ++t) {
+    const __m128 r = kOffset<Block> ? _mm_add_ps(acc[t], off[t]) : _mm_fmadd_ps(_mm_set1_ps(kZero<Block>), off[t], acc[t]);
+    out[t] = hsum(r);
+  }
+}
+
+template <typename Block>
+void tokens_any(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {
+  switch (nt) {
+    case 1: return tokens<Block, 1>(n, w, a, s, out);
+    case 2: return tokens<Block, 2>(n, w, a, s, out);
+    case 3: return tokens<Block, 3>(n, w, a, s, out);
+    default: return tokens<Block, 4>(n, w, a, s, out);
+  }
+}
+
 template <typename Block>
 void wrows_any(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out) {
   switch (nr) {
@@ -296,8 +378,9 @@ inline float abs_max(const float* x, int n) {
 SQZ_DOT_32(q8_0, BlockQ8_0)
 #undef SQZ_DOT_32
 
-// The 4-/5-bit types: vec_dot is wrows of one row; dot_multi (the small-batch GEMM
-// tile) one vec_dot per activation row, so both match the GEMV bit for bit.
+// The 4-/5-bit types: vec_dot is wrows of one row; dot_multi (the small-batch GEMM tile)
+// decodes each weight block once for up to 4 activation rows with the same per-row
+// arithmetic, so both match the GEMV bit for bit.
 #define SQZ_DOT_45(T, B)                                                                 \
   float avx2_dot_##T(int64_t n, const void* w, const void* a) {                          \
     float r;                                                                             \
@@ -305,7 +388,7 @@ SQZ_DOT_32(q8_0, BlockQ8_0)
     return r;                                                                            \
   }                                                                                      \
   void avx2_multi_##T(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) { \
-    for (int t = 0; t < nt; ++t) wrows<B, 1>(n, w, 0, static_cast<const char*>(a) + t * s, out + t); \
+    tokens_any<B>(n, w, a, s, nt, out);                                                  \
   }                                                                                      \
   void avx2_wrows_##T(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out) { \
     wrows_any<B>(n, w, stride, nr, a, out);                                              \

@@ -92,19 +92,23 @@ TEST_P(Dot, MultiRowEqualsSingleRow) {
     const QuantTraits* t = traits_for(type, isa);
     if (!t) continue;
     const QuantTraits& act_src = *traits_for(t->dot_type == GgmlType::F32 ? GgmlType::Q8_0 : t->dot_type, Isa::Scalar);
-    const int64_t n = 1024;
-    DotCase rows[kMaxDotRows];
-    for (auto& r : rows) r = make_case(type, n, act_src);
-    // Pack the activation rows at a stride, as the GEMM does.
-    const size_t stride = rows[0].a.size() + 64;
-    std::vector<uint8_t> packed(stride * kMaxDotRows);
-    for (int i = 0; i < kMaxDotRows; ++i) std::memcpy(packed.data() + i * stride, rows[i].a.data(), rows[i].a.size());
-    for (int nt = 1; nt <= kMaxDotRows; ++nt) {
-      float out[kMaxDotRows];
-      t->dot_multi(n, rows[0].w.data(), packed.data(), static_cast<int64_t>(stride), nt, out);
-      // Each row's accumulation runs the same operations in the same order: identical bits.
-      for (int i = 0; i < nt; ++i)
-        EXPECT_EQ(out[i], t->vec_dot(n, rows[0].w.data(), rows[i].a.data())) << t->name << " nt=" << nt;
+    // Block counts that leave every tail of a 4-block step.
+    for (const int64_t blocks : {32, 33, 34, 35, 5}) {
+      const int64_t n = blocks * (t->block_size == 1 ? 32 : t->block_size);
+      SCOPED_TRACE(n);
+      DotCase rows[kMaxDotRows];
+      for (auto& r : rows) r = make_case(type, n, act_src);
+      // Pack the activation rows at a stride, as the GEMM does.
+      const size_t stride = rows[0].a.size() + 64;
+      std::vector<uint8_t> packed(stride * kMaxDotRows);
+      for (int i = 0; i < kMaxDotRows; ++i) std::memcpy(packed.data() + i * stride, rows[i].a.data(), rows[i].a.size());
+      for (int nt = 1; nt <= kMaxDotRows; ++nt) {
+        float out[kMaxDotRows];
+        t->dot_multi(n, rows[0].w.data(), packed.data(), static_cast<int64_t>(stride), nt, out);
+        // Each row's accumulation runs the same operations in the same order: identical bits.
+        for (int i = 0; i < nt; ++i)
+          EXPECT_EQ(out[i], t->vec_dot(n, rows[0].w.data(), rows[i].a.data())) << t->name << " nt=" << nt;
+      }
     }
   }
 }
