@@ -186,19 +186,26 @@ def cmd_load(args):
         rss1 = rss_kib(s.proc.pid)
         r = run_load(s.url, args.clients, args.seconds, args.max_tokens)
         rss2 = rss_kib(s.proc.pid)
+        # The same load again: a leak keeps growing, caches that reached their size do not.
+        again = run_load(s.url, args.clients, args.seconds / 2, args.max_tokens, seed=7)
+        rss3 = rss_kib(s.proc.pid)
+        kv = s.metrics().get("squeeze_kv_cache_bytes", 0)
     finally:
         s.stop()
     res = {"clients": args.clients, "seconds": args.seconds, "parallel": args.parallel, "requests": r["requests"],
            "failed": r["failed"], "requests_per_s": r["requests"] / r["wall"], "tokens_per_s": r["tokens"] / r["wall"],
            "ttft_p50_s": pct(r["ttft"], 50), "ttft_p99_s": pct(r["ttft"], 99), "itl_p50_s": pct(r["gaps"], 50),
            "itl_p99_s": pct(r["gaps"], 99), "rss_start_mib": rss0 / 1024, "rss_after_warmup_mib": rss1 / 1024,
-           "rss_end_mib": rss2 / 1024}
-    print(f"| clients | parallel | requests | failed | req/s | gen tok/s | TTFT p50 / p99 | ITL p50 / p99 | RSS start / warm / end |")
+           "rss_end_mib": rss2 / 1024, "rss_after_second_run_mib": rss3 / 1024, "second_run_failed": again["failed"],
+           "kv_cache_mib_at_end": kv / 2**20}
+    print(f"| clients | parallel | requests | failed | req/s | gen tok/s | TTFT p50 / p99 | ITL p50 / p99 | RSS start / warm / end / again |")
     print("|---|---|---|---|---|---|---|---|---|")
     print(f"| {args.clients} | {args.parallel} | {r['requests']} | {r['failed']} | {res['requests_per_s']:.2f} | "
           f"{res['tokens_per_s']:.1f} | {res['ttft_p50_s'] * 1e3:.0f} / {res['ttft_p99_s'] * 1e3:.0f} ms | "
           f"{res['itl_p50_s'] * 1e3:.1f} / {res['itl_p99_s'] * 1e3:.1f} ms | "
-          f"{res['rss_start_mib']:.0f} / {res['rss_after_warmup_mib']:.0f} / {res['rss_end_mib']:.0f} MiB |")
+          f"{res['rss_start_mib']:.0f} / {res['rss_after_warmup_mib']:.0f} / {res['rss_end_mib']:.0f} / "
+          f"{res['rss_after_second_run_mib']:.0f} MiB |")
+    print(f"second run: {again['requests']} requests, {again['failed']} failed; KV cache held at the end: {res['kv_cache_mib_at_end']:.0f} MiB")
     return res
 
 

@@ -325,6 +325,88 @@ void tokens(int64_t n, const void* w, const void* a, int64_t s, float* out) {
   }
 }
 
+// The GEMM's micro-tile: 4 weight rows × NT activation rows. Per step each token's
+// activation sums (sy) are computed once for the 4 rows and each row's codes once for the
+// NT tokens; every (row, token) runs wstep's arithmetic op for op: vec_dot's bits.
+template <typename Block, int NT, int CNT>
+__attribute__((always_inline)) inline void gstep(const Block* const* x, const BlockQ8_0* const* y, int64_t i,
+                                                 __m128 (*acc)[NT], __m128 (*off)[NT]) {
+  const __m128i ones8 = _mm_set1_epi8(1);
+  __m128 dy[NT], sy[NT];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+    __m128i sa[4];
+    uint64_t hy[4] = {0, 0, 0, 0};
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      if (k < CNT) {
+        sa[k] = block_p16(ones8, ones8, y[t][i + k]);
+        hy[k] = y[t][i + k].d;
+      } else {
+        sa[k] = _mm_setzero_si128();
+      }
+    }
+    dy[t] = halves4(hy[0], hy[1], hy[2], hy[3]);
+    sy[t] = _mm_mul_ps(dy[t], _mm_cvtepi32_ps(merge4(sa[0], sa[1], sa[2], sa[3])));
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    const Block* b = x[r] + i;
+    if constexpr (CNT == 4) {
+      _mm_prefetch(reinterpret_cast<const char*>(b) + kPrefetchBytes, _MM_HINT_T0);
+      if constexpr (4 * sizeof(Block) > 64) _mm_prefetch(reinterpret_cast<const char*>(b) + kPrefetchBytes + 64, _MM_HINT_T0);
+    }
+    __m128i lo[4], hi[4];
+    uint64_t hd[4] = {0, 0, 0, 0}, hm[4] = {0, 0, 0, 0};
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      if (k < CNT) {
+        block_codes(b[k], lo[k], hi[k]);
+        hd[k] = b[k].d;
+        if constexpr (kOffset<Block>) hm[k] = b[k].m;
+      }
+    }
+    const __m128 dx = halves4(hd[0], hd[1], hd[2], hd[3]);
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+      __m128i p[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) p[k] = k < CNT ? block_p16(lo[k], hi[k], y[t][i + k]) : _mm_setzero_si128();
+      acc[r][t] = _mm_fmadd_ps(_mm_mul_ps(dx, dy[t]), _mm_cvtepi32_ps(merge4(p[0], p[1], p[2], p[3])), acc[r][t]);
+      if constexpr (kOffset<Block>) off[r][t] = _mm_fmadd_ps(halves4(hm[0], hm[1], hm[2], hm[3]), sy[t], off[r][t]);
+      else off[r][t] = _mm_fmadd_ps(dx, sy[t], off[r][t]);
+    }
+  }
+}
+
+// out[r * NT + t] = dot(weight row r, activation row t), 4 weight rows at `ws` bytes.
+template <typename Block, int NT>
+void tile4(int64_t n, const void* w, int64_t ws, const void* a, int64_t as, float* out) {
+  const Block* x[4];
+  const BlockQ8_0* y[NT];
+  __m128 acc[4][NT], off[4][NT];
+  for (int r = 0; r < 4; ++r) {
+    x[r] = reinterpret_cast<const Block*>(static_cast<const char*>(w) + r * ws);
+    for (int t = 0; t < NT; ++t) acc[r][t] = off[r][t] = _mm_setzero_ps();
+  }
+  for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const char*>(a) + t * as);
+  const int64_t nb = n / kQK;
+  int64_t i = 0;
+  for (; i + 4 <= nb; i += 4) gstep<Block, NT, 4>(x, y, i, acc, off);
+  switch (nb - i) {
+    case 1: gstep<Block, NT, 1>(x, y, i, acc, off); break;
+    case 2: gstep<Block, NT, 2>(x, y, i, acc, off); break;
+    case 3: gstep<Block, NT, 3>(x, y, i, acc, off); break;
+    default: break;
+  }
+  for (int r = 0; r < 4; ++r)
+    for (int t = 0; t < NT; ++t) {
+      const __m128 v = kOffset<Block> ? _mm_add_ps(acc[r][t], off[r][t])
+                                      : _mm_fmadd_ps(_mm_set1_ps(kZero<Block>), off[r][t], acc[r][t]);
+      out[r * NT + t] = hsum(v);
+    }
+}
+
 template <typename Block>
 void tokens_any(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {
   switch (nt) {
@@ -333,6 +415,19 @@ void tokens_any(int64_t n, const void* w, const void* a, int64_t s, int nt, floa
     case 3: return tokens<Block, 3>(n, w, a, s, out);
     default: return tokens<Block, 4>(n, w, a, s, out);
   }
+}
+
+template <typename Block>
+void tile_any(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out) {
+  if (nr == 4) {
+    switch (nt) {
+      case 1: return tile4<Block, 1>(n, w, ws, a, as, out);
+      case 2: return tile4<Block, 2>(n, w, ws, a, as, out);
+      case 3: return tile4<Block, 3>(n, w, ws, a, as, out);
+      default: return tile4<Block, 4>(n, w, ws, a, as, out);
+    }
+  }
+  for (int r = 0; r < nr; ++r) tokens_any<Block>(n, static_cast<const char*>(w) + r * ws, a, as, nt, out + r * nt);
 }
 
 template <typename Block>
@@ -392,6 +487,9 @@ SQZ_DOT_32(q8_0, BlockQ8_0)
   }                                                                                      \
   void avx2_wrows_##T(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out) { \
     wrows_any<B>(n, w, stride, nr, a, out);                                              \
+  }                                                                                      \
+  void avx2_tile_##T(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out) { \
+    tile_any<B>(n, w, ws, nr, a, as, nt, out);                                           \
   }
 SQZ_DOT_45(q4_0, BlockQ4_0)
 SQZ_DOT_45(q4_1, BlockQ4_1)

@@ -60,6 +60,12 @@ void avx2_wrows_q4_0(int64_t n, const void* w, int64_t stride, int nr, const voi
 void avx2_wrows_q4_1(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
 void avx2_wrows_q5_0(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
 void avx2_wrows_q5_1(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
+// nr weight rows × nt Q8_0 activation rows (the GEMM's micro-tile): out[r * nt + t]
+// equals vec_dot of row r and activation t bit for bit.
+void avx2_tile_q4_0(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
+void avx2_tile_q4_1(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
+void avx2_tile_q5_0(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
+void avx2_tile_q5_1(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
 void avx2_quantize_act_q8_0(const float* x, void* dst, int64_t n);
 void avx2_quantize_act_q8_k(const float* x, void* dst, int64_t n);
 // dequant_avx2.cpp: bit-identical to ref_dequantize_q4_k / ref_dequantize_q6_k.

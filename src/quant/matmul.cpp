@@ -123,12 +123,22 @@ void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
   // kMaxDotRows passes over it; the token group's activations stay in L1/L2.
   const int64_t tile = std::clamp<int64_t>((256 << 10) / std::max<int64_t>(rb, 1), 4, 256);
   const auto multi = t.dot_multi;
+  const auto micro = t.dot_tile;
   pool.parallel_for(0, (W.rows + tile - 1) / tile, [&](int64_t t0, int64_t t1) {
-    float out[kMaxDotRows];
+    float out[kMaxDotRows * kMaxDotRows];
     for (int64_t ti = t0; ti < t1; ++ti) {
       const int64_t r0 = ti * tile, r1 = std::min(W.rows, r0 + tile);
       for (int64_t m = 0; m < M; m += kMaxDotRows) {
         const int nt = static_cast<int>(std::min<int64_t>(kMaxDotRows, M - m));
+        if (micro) {  // kMaxDotRows weight rows × nt tokens at a time
+          for (int64_t r = r0; r < r1; r += kMaxDotRows) {
+            const int nr = static_cast<int>(std::min<int64_t>(kMaxDotRows, r1 - r));
+            micro(K, w + r * rb, rb, nr, abase + m * stride, stride, nt, out);
+            for (int j = 0; j < nr; ++j)
+              for (int i = 0; i < nt; ++i) p.Y[(m + i) * ldy + r + j] = out[j * nt + i];
+          }
+          continue;
+        }
         for (int64_t r = r0; r < r1; ++r) {
           multi(K, w + r * rb, abase + m * stride, stride, nt, out);
           for (int i = 0; i < nt; ++i) p.Y[(m + i) * ldy + r] = out[i];

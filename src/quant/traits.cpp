@@ -29,7 +29,7 @@ constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, G
   QuantTraits{GgmlType::ENUM, Isa::Avx2, NAME, BS, BB, GgmlType::DOT_T, DEQ, ref_quantize_##T, ACT, avx2_dot_##T, avx2_multi_##T}
 #define SQZ_AVX2_ROW_W(T, ENUM, NAME, BS, BB, DEQ)                                                           \
   QuantTraits{GgmlType::ENUM, Isa::Avx2, NAME, BS, BB, GgmlType::Q8_0, DEQ, ref_quantize_##T, nullptr, avx2_dot_##T, \
-              avx2_multi_##T, avx2_wrows_##T}
+              avx2_multi_##T, avx2_wrows_##T, avx2_tile_##T}
 
 const std::array kScalar{
     SQZ_REF_ROW(f32, F32, "F32", 1, 4, F32, nullptr),

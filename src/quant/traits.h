@@ -49,6 +49,12 @@ struct QuantTraits {
   // row group, sharing the activation's per-block work across the rows. Same sums as
   // vec_dot, bit for bit. Null where the type has none (the GEMV calls vec_dot).
   void (*dot_wrows)(int64_t n, const void* w, int64_t w_stride, int nr, const void* a, float* out) = nullptr;
+  // out[r * nt + t] = vec_dot(n, w + r*w_stride, a + t*a_stride) for r < nr, t < nt (both
+  // ≤ kMaxDotRows): the GEMM's micro-tile, decoding each weight block once for the nt
+  // tokens and each activation block's sums once for the nr rows. Bit for bit vec_dot.
+  // Null where the type has none (the GEMM calls dot_multi per weight row).
+  void (*dot_tile)(int64_t n, const void* w, int64_t w_stride, int nr, const void* a, int64_t a_stride, int nt,
+                   float* out) = nullptr;
 };
 
 // The table of `type` for `isa`; nullptr if this build/CPU lacks the ISA or squeeze has

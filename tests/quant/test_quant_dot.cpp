@@ -113,6 +113,36 @@ TEST_P(Dot, MultiRowEqualsSingleRow) {
   }
 }
 
+// The GEMM's micro-tile (dot_tile, where a type has one): nr weight rows × nt activation
+// rows, every result bit-identical to vec_dot of that pair, at every tail length.
+TEST_P(Dot, TileEqualsSingleRow) {
+  const GgmlType type = GetParam();
+  const QuantTraits* t = traits_for(type, Isa::Avx2);
+  if (!t || !t->dot_tile) GTEST_SKIP() << "no dot_tile for " << traits(type).name;
+  const QuantTraits& act_src = *traits_for(t->dot_type, Isa::Scalar);
+  for (const int64_t blocks : {32, 33, 34, 35, 5, 1}) {
+    const int64_t n = blocks * t->block_size;
+    SCOPED_TRACE(n);
+    DotCase cases[kMaxDotRows];
+    for (auto& c : cases) c = make_case(type, n, act_src);
+    const size_t ws = cases[0].w.size() + 40, as = cases[0].a.size() + 24;
+    std::vector<uint8_t> w(ws * kMaxDotRows), a(as * kMaxDotRows);
+    for (int i = 0; i < kMaxDotRows; ++i) {
+      std::memcpy(w.data() + i * ws, cases[i].w.data(), cases[i].w.size());
+      std::memcpy(a.data() + i * as, cases[i].a.data(), cases[i].a.size());
+    }
+    for (int nr = 1; nr <= kMaxDotRows; ++nr)
+      for (int nt = 1; nt <= kMaxDotRows; ++nt) {
+        float out[kMaxDotRows * kMaxDotRows];
+        t->dot_tile(n, w.data(), static_cast<int64_t>(ws), nr, a.data(), static_cast<int64_t>(as), nt, out);
+        for (int r = 0; r < nr; ++r)
+          for (int i = 0; i < nt; ++i)
+            ASSERT_EQ(out[r * nt + i], t->vec_dot(n, cases[r].w.data(), cases[i].a.data()))
+                << t->name << " nr=" << nr << " nt=" << nt << " r=" << r << " t=" << i;
+      }
+  }
+}
+
 // The GEMV's row groups (dot_wrows, where a type has them): nr weight rows at a stride
 // against one activation row, each result bit-identical to vec_dot of that row, at
 // block counts that leave every tail length of the 4-block step (1, 2, 3, 4, 5, 11, 129).
