@@ -253,82 +253,10 @@ void wrows(int64_t n, const void* w, int64_t stride, const void* a, float* out) 
   }
 }
 
-// One step of CNT ≤ 4 blocks from block i for NT activation rows against one weight row
-// (the small-batch GEMM tile): the weight codes are decoded once, and each token's
-// arithmetic is wstep's for that token op for op, so results equal the GEMV's bit for bit.
-template <typename Block, int NT, int CNT>
-__attribute__((always_inline)) inline void tstep(const Block* x, const BlockQ8_0* const* y, int64_t i, __m128* acc,
-                                                 __m128* off) {
-  const __m128i ones8 = _mm_set1_epi8(1);
-  if constexpr (CNT == 4) {
-    _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPrefetchBytes, _MM_HINT_T0);
-    if constexpr (4 * sizeof(Block) > 64) _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPrefetchBytes + 64, _MM_HINT_T0);
-  }
-  __m128i lo[4], hi[4];
-  uint64_t hd[4] = {0, 0, 0, 0}, hm[4] = {0, 0, 0, 0};
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    if (k < CNT) {
-      block_codes(x[i + k], lo[k], hi[k]);
-      hd[k] = x[i + k].d;
-      if constexpr (kOffset<Block>) hm[k] = x[i + k].m;
-    }
-  }
-  const __m128 dx = halves4(hd[0], hd[1], hd[2], hd[3]);
-#pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) {
-    const BlockQ8_0* yt = y[t];
-    __m128i sa[4], p[4];
-    uint64_t hy[4] = {0, 0, 0, 0};
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      if (k < CNT) {
-        sa[k] = block_p16(ones8, ones8, yt[i + k]);
-        hy[k] = yt[i + k].d;
-        p[k] = block_p16(lo[k], hi[k], yt[i + k]);
-      } else {
-        sa[k] = _mm_setzero_si128();
-        p[k] = _mm_setzero_si128();
-      }
-    }
-    const __m128 dy = halves4(hy[0], hy[1], hy[2], hy[3]);
-    const __m128 sy = _mm_mul_ps(dy, _mm_cvtepi32_ps(merge4(sa[0], sa[1], sa[2], sa[3])));
-    acc[t] = _mm_fmadd_ps(_mm_mul_ps(dx, dy), _mm_cvtepi32_ps(merge4(p[0], p[1], p[2], p[3])), acc[t]);
-    if constexpr (kOffset<Block>) off[t] = _mm_fmadd_ps(halves4(hm[0], hm[1], hm[2], hm[3]), sy, off[t]);
-    else off[t] = _mm_fmadd_ps(dx, sy, off[t]);
-  }
-}
-
-// out[t] = dot(w, activation row t) for NT rows at `s` bytes.
-template <typename Block, int NT>
-void tokens(int64_t n, const void* w, const void* a, int64_t s, float* out) {
-  const auto* x = static_cast<const Block*>(w);
-  const BlockQ8_0* y[NT];
-  __m128 acc[NT], off[NT];
-  for (int t = 0; t < NT; ++t) {
-    y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const char*>(a) + t * s);
-    acc[t] = _mm_setzero_ps();
-    off[t] = _mm_setzero_ps();
-  }
-  const int64_t nb = n / kQK;
-  int64_t i = 0;
-  for (; i + 4 <= nb; i += 4) tstep<Block, NT, 4>(x, y, i, acc, off);
-  switch (nb - i) {
-    case 1: tstep<Block, NT, 1>(x, y, i, acc, off); break;
-    case 2: tstep<Block, NT, 2>(x, y, i, acc, off); break;
-    case 3: tstep<Block, NT, 3>(x, y, i, acc, off); break;
-    default: break;
-  }
-  for (int t = 0; t < NT; ++t) {
-    const __m128 r = kOffset<Block> ? _mm_add_ps(acc[t], off[t]) : _mm_fmadd_ps(_mm_set1_ps(kZero<Block>), off[t], acc[t]);
-    out[t] = hsum(r);
-  }
-}
-
-// The GEMM's micro-tile: 4 weight rows × NT activation rows. Per step each token's
-// activation sums (sy) are computed once for the 4 rows and each row's codes once for the
+// The GEMM's micro-tile: NR weight rows × NT activation rows. Per step each token's
+// activation sums (sy) are computed once for the NR rows and each row's codes once for the
 // NT tokens; every (row, token) runs wstep's arithmetic op for op: vec_dot's bits.
-template <typename Block, int NT, int CNT>
+template <typename Block, int NR, int NT, int CNT>
 __attribute__((always_inline)) inline void gstep(const Block* const* x, const BlockQ8_0* const* y, int64_t i,
                                                  __m128 (*acc)[NT], __m128 (*off)[NT]) {
   const __m128i ones8 = _mm_set1_epi8(1);
@@ -350,7 +278,7 @@ __attribute__((always_inline)) inline void gstep(const Block* const* x, const Bl
     sy[t] = _mm_mul_ps(dy[t], _mm_cvtepi32_ps(merge4(sa[0], sa[1], sa[2], sa[3])));
   }
 #pragma GCC unroll 4
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < NR; ++r) {
     const Block* b = x[r] + i;
     if constexpr (CNT == 4) {
       _mm_prefetch(reinterpret_cast<const char*>(b) + kPrefetchBytes, _MM_HINT_T0);
@@ -379,27 +307,27 @@ __attribute__((always_inline)) inline void gstep(const Block* const* x, const Bl
   }
 }
 
-// out[r * NT + t] = dot(weight row r, activation row t), 4 weight rows at `ws` bytes.
-template <typename Block, int NT>
-void tile4(int64_t n, const void* w, int64_t ws, const void* a, int64_t as, float* out) {
-  const Block* x[4];
+// out[r * NT + t] = dot(weight row r, activation row t), NR weight rows at `ws` bytes.
+template <typename Block, int NR, int NT>
+void tile(int64_t n, const void* w, int64_t ws, const void* a, int64_t as, float* out) {
+  const Block* x[NR];
   const BlockQ8_0* y[NT];
-  __m128 acc[4][NT], off[4][NT];
-  for (int r = 0; r < 4; ++r) {
+  __m128 acc[NR][NT], off[NR][NT];
+  for (int r = 0; r < NR; ++r) {
     x[r] = reinterpret_cast<const Block*>(static_cast<const char*>(w) + r * ws);
     for (int t = 0; t < NT; ++t) acc[r][t] = off[r][t] = _mm_setzero_ps();
   }
   for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const char*>(a) + t * as);
   const int64_t nb = n / kQK;
   int64_t i = 0;
-  for (; i + 4 <= nb; i += 4) gstep<Block, NT, 4>(x, y, i, acc, off);
+  for (; i + 4 <= nb; i += 4) gstep<Block, NR, NT, 4>(x, y, i, acc, off);
   switch (nb - i) {
-    case 1: gstep<Block, NT, 1>(x, y, i, acc, off); break;
-    case 2: gstep<Block, NT, 2>(x, y, i, acc, off); break;
-    case 3: gstep<Block, NT, 3>(x, y, i, acc, off); break;
+    case 1: gstep<Block, NR, NT, 1>(x, y, i, acc, off); break;
+    case 2: gstep<Block, NR, NT, 2>(x, y, i, acc, off); break;
+    case 3: gstep<Block, NR, NT, 3>(x, y, i, acc, off); break;
     default: break;
   }
-  for (int r = 0; r < 4; ++r)
+  for (int r = 0; r < NR; ++r)
     for (int t = 0; t < NT; ++t) {
       const __m128 v = kOffset<Block> ? _mm_add_ps(acc[r][t], off[r][t])
                                       : _mm_fmadd_ps(_mm_set1_ps(kZero<Block>), off[r][t], acc[r][t]);
@@ -407,27 +335,21 @@ void tile4(int64_t n, const void* w, int64_t ws, const void* a, int64_t as, floa
     }
 }
 
-template <typename Block>
-void tokens_any(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {
+// One weight row × nt ≤ 4 activation rows (dot_multi), or NR = 4 rows (dot_tile).
+template <typename Block, int NR>
+void tile_nt(int64_t n, const void* w, int64_t ws, const void* a, int64_t as, int nt, float* out) {
   switch (nt) {
-    case 1: return tokens<Block, 1>(n, w, a, s, out);
-    case 2: return tokens<Block, 2>(n, w, a, s, out);
-    case 3: return tokens<Block, 3>(n, w, a, s, out);
-    default: return tokens<Block, 4>(n, w, a, s, out);
+    case 1: return tile<Block, NR, 1>(n, w, ws, a, as, out);
+    case 2: return tile<Block, NR, 2>(n, w, ws, a, as, out);
+    case 3: return tile<Block, NR, 3>(n, w, ws, a, as, out);
+    default: return tile<Block, NR, 4>(n, w, ws, a, as, out);
   }
 }
 
 template <typename Block>
 void tile_any(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out) {
-  if (nr == 4) {
-    switch (nt) {
-      case 1: return tile4<Block, 1>(n, w, ws, a, as, out);
-      case 2: return tile4<Block, 2>(n, w, ws, a, as, out);
-      case 3: return tile4<Block, 3>(n, w, ws, a, as, out);
-      default: return tile4<Block, 4>(n, w, ws, a, as, out);
-    }
-  }
-  for (int r = 0; r < nr; ++r) tokens_any<Block>(n, static_cast<const char*>(w) + r * ws, a, as, nt, out + r * nt);
+  if (nr == 4) return tile_nt<Block, 4>(n, w, ws, a, as, nt, out);
+  for (int r = 0; r < nr; ++r) tile_nt<Block, 1>(n, static_cast<const char*>(w) + r * ws, 0, a, as, nt, out + r * nt);
 }
 
 template <typename Block>
@@ -483,7 +405,7 @@ SQZ_DOT_32(q8_0, BlockQ8_0)
     return r;                                                                            \
   }                                                                                      \
   void avx2_multi_##T(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) { \
-    tokens_any<B>(n, w, a, s, nt, out);                                                  \
+    tile_nt<B, 1>(n, w, 0, a, s, nt, out);                                               \
   }                                                                                      \
   void avx2_wrows_##T(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out) { \
     wrows_any<B>(n, w, stride, nr, a, out);                                              \
