@@ -116,7 +116,7 @@ class Server {
  private:
   void routes();
   void load();
-  Loaded& loaded(httplib::Response& res);  // throws ApiError 503 while loading
+  Loaded& loaded();  // throws ApiError 503 while loading
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
   Json models_json() const;
   // Runs a handler, turning ApiErrors and other exceptions into OpenAI error objects.
@@ -127,6 +127,7 @@ class Server {
   std::unique_ptr<Loaded> loaded_holder_;
   std::atomic<Loaded*> loaded_{nullptr};
   std::atomic<bool> draining_{false};
+  std::atomic<int> responding_{0};  // generation responses not yet fully sent
   HttpCounters counters_;
 };
 
@@ -142,7 +143,7 @@ httplib::Server::Handler Server::guarded(std::function<void(const httplib::Reque
   };
 }
 
-Loaded& Server::loaded(httplib::Response&) {
+Loaded& Server::loaded() {
   Loaded* l = loaded_.load();
   if (!l) throw ApiError(503, "the model is loading");
   return *l;
@@ -172,7 +173,7 @@ Json Server::models_json() const {
 }
 
 void Server::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
-  Loaded& l = loaded(res);
+  Loaded& l = loaded();
   if (draining_) throw ApiError(503, "the server is shutting down");
   const Json body = parse_body(req.body, p_.max_json_depth);
   auto prepared = std::make_shared<PreparedRequest>(endpoint == Endpoint::chat ? prepare_chat(body, l.ctx)
@@ -182,6 +183,11 @@ void Server::generate(const httplib::Request& req, httplib::Response& res, Endpo
   auto builder = std::make_shared<ResponseBuilder>(*prepared, l.ctx);
 
   if (!prepared->stream) {
+    ++responding_;
+    struct Done {
+      std::atomic<int>& n;
+      ~Done() { --n; }
+    } done{responding_};
     while (!builder->finished()) {
       if (auto u = stream->pop(std::chrono::milliseconds(1000))) builder->add(*u);
     }
@@ -191,6 +197,7 @@ void Server::generate(const httplib::Request& req, httplib::Response& res, Endpo
     return;
   }
   res.set_header("Cache-Control", "no-cache");
+  ++responding_;  // until the releaser below runs
   res.set_chunked_content_provider(
       "text/event-stream",
       [prepared, stream, builder](size_t, httplib::DataSink& sink) {
@@ -223,8 +230,9 @@ void Server::generate(const httplib::Request& req, httplib::Response& res, Endpo
           return true;
         }
       },
-      [stream](bool success) {
+      [this, stream](bool success) {
         if (!success) stream->cancel();
+        --responding_;
       });
 }
 
@@ -274,7 +282,7 @@ void Server::routes() {
   for (const char* path : {"/v1/completions", "/completions"})
     http_.Post(path, guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::completion); }));
   http_.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    Loaded& l = loaded(res);
+    Loaded& l = loaded();
     const Json body = parse_body(req.body, p_.max_json_depth);
     if (!body.contains("content") || !body["content"].is_string()) throw ApiError(400, "'content' must be a string", "content");
     const bool add_special = body.value("add_special", false), with_pieces = body.value("with_pieces", false);
@@ -291,7 +299,7 @@ void Server::routes() {
     res.set_content(dump({{"tokens", tokens}}), "application/json");
   }));
   http_.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    Loaded& l = loaded(res);
+    Loaded& l = loaded();
     const Json body = parse_body(req.body, p_.max_json_depth);
     if (!body.contains("tokens") || !body["tokens"].is_array()) throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
     const text::Tokenizer& tok = l.model->tokenizer();
@@ -304,7 +312,7 @@ void Server::routes() {
     res.set_content(dump({{"content", tok.decode(ids)}}), "application/json");
   }));
   http_.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    Loaded& l = loaded(res);
+    Loaded& l = loaded();
     const Json body = parse_body(req.body, p_.max_json_depth);
     res.set_content(dump({{"prompt", render_chat_prompt(body, l.ctx)}}), "application/json");
   }));
@@ -385,6 +393,8 @@ int Server::run() {
   std::fprintf(stderr, "squeeze serve: %s, finishing running requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   draining_ = true;
   loaded_.load()->engine->drain();
+  // The engine is idle; let the last responses reach their clients before closing.
+  for (int i = 0; i < 100 && responding_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   http_.stop();
   listener.join();
   std::fprintf(stderr, "squeeze serve: stopped\n");

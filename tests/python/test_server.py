@@ -288,13 +288,18 @@ def test_disconnect_frees_the_slot_and_full_queue_is_503():
 def test_sigterm_finishes_running_requests():
     s = Server(SQ, "-m", str(STUDENT), "--parallel", "2")
     c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    streamed = lambda: list(c.completions.create(model=MODEL_ID, prompt="And God said", max_tokens=100, temperature=0,
+                                                 stream=True, extra_body={"ignore_eos": True}))
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
         fut = pool.submit(lambda: c.completions.create(model=MODEL_ID, prompt="In the beginning", max_tokens=120,
                                                        temperature=0, extra_body={"ignore_eos": True}))
-        assert s.wait_for(lambda: s.metrics().get("squeeze_slots_busy") == 1)
+        fut_stream = pool.submit(streamed)
+        assert s.wait_for(lambda: s.metrics().get("squeeze_slots_busy") == 2)
         s.proc.terminate()
         r = fut.result(timeout=120)
+        chunks = fut_stream.result(timeout=120)
     assert r.usage.completion_tokens == 120 and r.choices[0].finish_reason == "length"
+    assert chunks[-1].choices[0].finish_reason == "length"  # the stream ran to its end too
     assert s.proc.wait(60) == 0
     assert any("stopped" in line for line in s.log)
 
