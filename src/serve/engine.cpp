@@ -159,7 +159,6 @@ void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
   if (s.checker && s.checker->reason() == text::StopReason::none && reason != FinishReason::error) u.text = s.checker->finish();
   u.finish = reason;
   u.error = error;
-  if (s.checker && s.checker->reason() == text::StopReason::stop_string) u.stop_word = s.checker->matched_stop();
   u.prompt_tokens = static_cast<int64_t>(s.job->req.prompt.size());
   u.cached_tokens = s.cached;
   u.completion_tokens = s.checker ? s.checker->n_tokens() : 0;

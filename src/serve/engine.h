@@ -58,7 +58,6 @@ struct Update {
   std::string text = {};                 // generated text released now (may be empty)
   std::vector<TokenLogprob> logprobs = {};  // one per token sampled in this update, when asked
   FinishReason finish = FinishReason::none;  // set on the last update only
-  std::string stop_word = {};            // the stop string that ended it, if one did
   int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;  // on the last update
   double ttft_s = 0;                     // queue + prefill time, on the last update
   std::string error = {};                // FinishReason::error: why
