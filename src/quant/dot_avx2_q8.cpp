@@ -180,82 +180,11 @@ template <typename Block> constexpr float kZero = 0.0f;  // the offset types use
 template <> constexpr float kZero<BlockQ4_0> = -8.0f;
 template <> constexpr float kZero<BlockQ5_0> = -16.0f;
 
-// One step of CNT ≤ 4 blocks from block i (CNT < 4 only at a row's end) for NR rows.
-template <typename Block, int NR, int CNT>
-__attribute__((always_inline)) inline void wstep(const Block* const* x, const BlockQ8_0* y, int64_t i, __m128* acc,
-                                                 __m128* off) {
-  const __m128i ones8 = _mm_set1_epi8(1);
-  __m128i sa[4];
-  uint64_t hy[4] = {0, 0, 0, 0};
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    if (k < CNT) {
-      sa[k] = block_p16(ones8, ones8, y[i + k]);
-      hy[k] = y[i + k].d;
-    } else {
-      sa[k] = _mm_setzero_si128();
-    }
-  }
-  const __m128 dy = halves4(hy[0], hy[1], hy[2], hy[3]);
-  const __m128 sy = _mm_mul_ps(dy, _mm_cvtepi32_ps(merge4(sa[0], sa[1], sa[2], sa[3])));
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) {
-    const Block* b = x[r] + i;
-    if constexpr (CNT == 4) {
-      _mm_prefetch(reinterpret_cast<const char*>(b) + kPrefetchBytes, _MM_HINT_T0);
-      if constexpr (4 * sizeof(Block) > 64) _mm_prefetch(reinterpret_cast<const char*>(b) + kPrefetchBytes + 64, _MM_HINT_T0);
-    }
-    __m128i p[4];
-    uint64_t hd[4] = {0, 0, 0, 0}, hm[4] = {0, 0, 0, 0};
-  #pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-      if (k < CNT) {
-        __m128i lo, hi;
-        block_codes(b[k], lo, hi);
-        p[k] = block_p16(lo, hi, y[i + k]);
-        hd[k] = b[k].d;
-        if constexpr (kOffset<Block>) hm[k] = b[k].m;
-      } else {
-        p[k] = _mm_setzero_si128();
-      }
-    }
-    const __m128 dx = halves4(hd[0], hd[1], hd[2], hd[3]);
-    acc[r] = _mm_fmadd_ps(_mm_mul_ps(dx, dy), _mm_cvtepi32_ps(merge4(p[0], p[1], p[2], p[3])), acc[r]);
-    if constexpr (kOffset<Block>) off[r] = _mm_fmadd_ps(halves4(hm[0], hm[1], hm[2], hm[3]), sy, off[r]);
-    else off[r] = _mm_fmadd_ps(dx, sy, off[r]);
-  }
-}
-
-// out[r] = dot(row r, a) for NR weight rows at `stride` bytes. Each row's arithmetic is
-// the same for any NR, so the GEMV's row groups match vec_dot bit for bit.
-template <typename Block, int NR>
-void wrows(int64_t n, const void* w, int64_t stride, const void* a, float* out) {
-  const auto* y = static_cast<const BlockQ8_0*>(a);
-  const Block* x[NR];
-  __m128 acc[NR], off[NR];
-  for (int r = 0; r < NR; ++r) {
-    x[r] = reinterpret_cast<const Block*>(static_cast<const char*>(w) + r * stride);
-    acc[r] = _mm_setzero_ps();
-    off[r] = _mm_setzero_ps();
-  }
-  const int64_t nb = n / kQK;
-  int64_t i = 0;
-  for (; i + 4 <= nb; i += 4) wstep<Block, NR, 4>(x, y, i, acc, off);
-  switch (nb - i) {
-    case 1: wstep<Block, NR, 1>(x, y, i, acc, off); break;
-    case 2: wstep<Block, NR, 2>(x, y, i, acc, off); break;
-    case 3: wstep<Block, NR, 3>(x, y, i, acc, off); break;
-    default: break;
-  }
-  for (int r = 0; r < NR; ++r) {
-    const __m128 s = kOffset<Block> ? _mm_add_ps(acc[r], off[r]) : _mm_fmadd_ps(_mm_set1_ps(kZero<Block>), off[r], acc[r]);
-    out[r] = hsum(s);
-  }
-}
-
-// The GEMM's micro-tile: NR weight rows × NT activation rows. Per step each token's
-// activation sums (sy) are computed once for the NR rows and each row's codes once for the
-// NT tokens; every (row, token) runs wstep's arithmetic op for op: vec_dot's bits.
+// One step of CNT ≤ 4 blocks from block i (CNT < 4 only at a row's end) for NR weight
+// rows × NT activation rows: each token's activation sums (sy) are computed once for the
+// NR rows and each row's codes once for the NT tokens. Every (row, token) pair runs the
+// same arithmetic whatever NR and NT, so vec_dot (1 × 1), the GEMV's row groups (NR × 1),
+// the GEMM's dot_multi (1 × NT) and its micro-tile (4 × NT) agree bit for bit.
 template <typename Block, int NR, int NT, int CNT>
 __attribute__((always_inline)) inline void gstep(const Block* const* x, const BlockQ8_0* const* y, int64_t i,
                                                  __m128 (*acc)[NT], __m128 (*off)[NT]) {
@@ -335,7 +264,6 @@ void tile(int64_t n, const void* w, int64_t ws, const void* a, int64_t as, float
     }
 }
 
-// One weight row × nt ≤ 4 activation rows (dot_multi), or NR = 4 rows (dot_tile).
 template <typename Block, int NR>
 void tile_nt(int64_t n, const void* w, int64_t ws, const void* a, int64_t as, int nt, float* out) {
   switch (nt) {
@@ -346,19 +274,14 @@ void tile_nt(int64_t n, const void* w, int64_t ws, const void* a, int64_t as, in
   }
 }
 
+// nr ≤ 4 weight rows × nt ≤ 4 activation rows.
 template <typename Block>
 void tile_any(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out) {
-  if (nr == 4) return tile_nt<Block, 4>(n, w, ws, a, as, nt, out);
-  for (int r = 0; r < nr; ++r) tile_nt<Block, 1>(n, static_cast<const char*>(w) + r * ws, 0, a, as, nt, out + r * nt);
-}
-
-template <typename Block>
-void wrows_any(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out) {
   switch (nr) {
-    case 1: return wrows<Block, 1>(n, w, stride, a, out);
-    case 2: return wrows<Block, 2>(n, w, stride, a, out);
-    case 3: return wrows<Block, 3>(n, w, stride, a, out);
-    default: return wrows<Block, 4>(n, w, stride, a, out);
+    case 1: return tile_nt<Block, 1>(n, w, ws, a, as, nt, out);
+    case 2: return tile_nt<Block, 2>(n, w, ws, a, as, nt, out);
+    case 3: return tile_nt<Block, 3>(n, w, ws, a, as, nt, out);
+    default: return tile_nt<Block, 4>(n, w, ws, a, as, nt, out);
   }
 }
 
@@ -395,20 +318,19 @@ inline float abs_max(const float* x, int n) {
 SQZ_DOT_32(q8_0, BlockQ8_0)
 #undef SQZ_DOT_32
 
-// The 4-/5-bit types: vec_dot is wrows of one row; dot_multi (the small-batch GEMM tile)
-// decodes each weight block once for up to 4 activation rows with the same per-row
-// arithmetic, so both match the GEMV bit for bit.
+// The 4-/5-bit types: vec_dot, the GEMV's row groups, dot_multi and the GEMM's micro-tile
+// are all the one tile above (bit for bit the same per row and token).
 #define SQZ_DOT_45(T, B)                                                                 \
   float avx2_dot_##T(int64_t n, const void* w, const void* a) {                          \
     float r;                                                                             \
-    wrows<B, 1>(n, w, 0, a, &r);                                                         \
+    tile<B, 1, 1>(n, w, 0, a, 0, &r);                                                    \
     return r;                                                                            \
   }                                                                                      \
   void avx2_multi_##T(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) { \
     tile_nt<B, 1>(n, w, 0, a, s, nt, out);                                               \
   }                                                                                      \
   void avx2_wrows_##T(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out) { \
-    wrows_any<B>(n, w, stride, nr, a, out);                                              \
+    tile_any<B>(n, w, stride, nr, a, 0, 1, out);                                         \
   }                                                                                      \
   void avx2_tile_##T(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out) { \
     tile_any<B>(n, w, ws, nr, a, as, nt, out);                                           \

@@ -183,10 +183,9 @@ void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
   }
 }
 
-void Engine::sample_next(Slot& s, std::span<const float> logits) {
+void Engine::sample_next(Slot& s, std::span<float> masked) {
   const GenerationRequest& req = s.job->req;
-  std::vector<float> masked(logits.begin(), logits.end());
-  for (int32_t id : banned_) masked[static_cast<size_t>(id)] = -INFINITY;
+  for (int32_t id : banned_) masked[static_cast<size_t>(id)] = -INFINITY;  // in the step's own logits row
   const int32_t next = s.sampler->sample(masked);
   s.sampler->accept(next);
 
@@ -322,7 +321,7 @@ void Engine::loop() {
     }
     for (size_t i = 0; i < who.size(); ++i) {
       Slot& s = *who[i];
-      const std::span<const float> row(logits_.data() + i * static_cast<size_t>(V), static_cast<size_t>(V));
+      const std::span<float> row(logits_.data() + i * static_cast<size_t>(V), static_cast<size_t>(V));
       if (s.prefilling()) {
         s.ids.insert(s.ids.end(), chunks[i].tokens, chunks[i].tokens + chunks[i].n);
         s.prefill_pos += chunks[i].n;

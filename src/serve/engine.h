@@ -137,7 +137,8 @@ class Engine {
   void loop();
   void assign(Job job);                 // a queued job to an idle slot (prefix reuse)
   void finish(Slot& s, FinishReason reason, const std::string& error = {});
-  void sample_next(Slot& s, std::span<const float> logits);
+  // Samples from the slot's row of the step's logits (masked in place) and streams the text.
+  void sample_next(Slot& s, std::span<float> masked);
 
   const model::Model& model_;
   ThreadPool& pool_;

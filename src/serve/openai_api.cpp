@@ -112,7 +112,7 @@ void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) 
   }
   const int64_t room = ctx.n_ctx - static_cast<int64_t>(r.gen.prompt.size());
   if (room < 0)
-    throw bad("messages", "the prompt is " + std::to_string(r.gen.prompt.size()) + " tokens, " + std::to_string(-room) +
+    throw bad(r.endpoint == Endpoint::chat ? "messages" : "prompt", "the prompt is " + std::to_string(r.gen.prompt.size()) + " tokens, " + std::to_string(-room) +
                               " more than the context of " + std::to_string(ctx.n_ctx) + " tokens");
   const char* key = body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null() ? "max_completion_tokens"
                                                                                                        : "max_tokens";
