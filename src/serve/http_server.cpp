@@ -363,7 +363,18 @@ int Server::run() {
     SQZ_CHECK(http_.bind_to_port(p_.host, port), "serve: cannot listen on ", p_.host, ":", port,
               " (in use, or not an address of this machine)");
   }
-  std::thread listener([this] { http_.listen_after_bind(); });
+  std::atomic<bool> listener_returned{false};
+  std::thread listener([&] {
+    http_.listen_after_bind();
+    listener_returned = true;
+  });
+  // httplib's stop() does nothing until the listener thread has entered its accept loop,
+  // so a stop issued earlier (a model that fails to load at once) would leave it waiting.
+  auto stop_listener = [&] {
+    while (!http_.is_running() && !listener_returned) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    http_.stop();
+    listener.join();
+  };
   std::fprintf(stderr, "squeeze serve: loading %s\n", p_.model_path.c_str());
 
   std::atomic<bool> load_failed{false};
@@ -386,8 +397,7 @@ int Server::run() {
   sigwait(&signals, &sig);
   loader.join();
   if (load_failed) {
-    http_.stop();
-    listener.join();
+    stop_listener();
     throw Error(load_error);
   }
   std::fprintf(stderr, "squeeze serve: %s, finishing running requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -395,8 +405,7 @@ int Server::run() {
   loaded_.load()->engine->drain();
   // The engine is idle; let the last responses reach their clients before closing.
   for (int i = 0; i < 100 && responding_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  http_.stop();
-  listener.join();
+  stop_listener();
   std::fprintf(stderr, "squeeze serve: stopped\n");
   return 0;
 }
