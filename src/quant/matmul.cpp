@@ -40,30 +40,27 @@ int64_t quantize_activations(const QuantTraits& t, const float* X, int64_t ldx, 
 }
 
 thread_local AlignedBuffer t_act;
-thread_local AlignedBuffer t_panel;
+thread_local AlignedBuffer t_rowbuf;
 
-// Prefill: Y = X · Wᵀ with W dequantized panel by panel into f32 and multiplied by the
-// BLAS (single-threaded per panel, the panels spread over the pool). Decoding a weight
-// once per batch of M tokens costs 1/M of the products, and the f32 GEMM runs near the
-// FMA peak, where the integer dot tile decodes every block once per 4 tokens. The
-// activations are used in f32 (no 8-bit rounding), so this path is also more exact.
+// Prefill: Y = X · Wᵀ by the packed f32 GEMM, each weight row dequantized into the
+// packed panels K block by K block (blocks never split), once per call. Decoding a
+// weight once per batch of M tokens costs 1/M of the products, and the f32 kernel runs
+// near the FMA peak, where the integer dot tile decodes every block once per 4 tokens.
+// The activations are used in f32 (no 8-bit rounding), so this path is also more exact.
 void gemm_dequantized(ThreadPool& pool, const QuantTraits& t, const QMatrix& W, const float* X, int64_t M, int64_t ldx,
                       float* Y, int64_t ldy) {
   const int64_t K = W.cols;
   const int64_t rb = K / t.block_size * t.block_bytes;
   const auto* w = static_cast<const uint8_t*>(W.data);
-  // Panel rows: ~256 KiB of f32 so a panel stays in L2 while the BLAS streams X past it.
-  const int64_t panel = std::clamp<int64_t>((256 << 10) / (K * 4), 8, 128);
-  pool.parallel_for(0, (W.rows + panel - 1) / panel, [&](int64_t p0, int64_t p1) {
-    if (t_panel.size() < static_cast<size_t>(panel * K) * sizeof(float))
-      t_panel = AlignedBuffer(static_cast<size_t>(panel * K) * sizeof(float));
-    float* buf = t_panel.as<float>();
-    for (int64_t pi = p0; pi < p1; ++pi) {
-      const int64_t r0 = pi * panel, r1 = std::min(W.rows, r0 + panel);
-      for (int64_t r = r0; r < r1; ++r) t.dequantize_row(w + r * rb, buf + (r - r0) * K, K);
-      kernels::cpu::blas_sgemm_nt(X, ldx, buf, K, Y + r0, ldy, M, r1 - r0, K);
+  constexpr int P = kernels::cpu::kGemmPanel;
+  kernels::cpu::gemm_packed(pool, X, ldx, [&](int64_t n0, int nr, int64_t k0, int64_t kc, float* panel) {
+    if (t_rowbuf.size() < static_cast<size_t>(kc) * sizeof(float)) t_rowbuf = AlignedBuffer(static_cast<size_t>(kc) * sizeof(float));
+    float* row = t_rowbuf.as<float>();
+    for (int j = 0; j < nr; ++j) {
+      t.dequantize_row(w + (n0 + j) * rb + k0 / t.block_size * t.block_bytes, row, kc);
+      for (int64_t k = 0; k < kc; ++k) panel[k * P + j] = row[k];
     }
-  }, {ThreadPool::Schedule::Dynamic, 1});
+  }, Y, ldy, M, W.rows, K, t.block_size);
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 // awkward sizes. Each bound is derived in a comment where it is used.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "kernel_test_util.h"
 #include "kernels/cpu/ops.h"
@@ -107,6 +109,42 @@ TEST_P(KernelVariant, GemvAndGemm) {
             SCOPED_TRACE(testing::Message() << M << "x" << N << "x" << K);
             EXPECT_NEAR_BOTH(C[m * ldc + n], C_ref[m * ldc + n], exact, dot_error_bound(K, sum_abs));
           }
+      }
+    }
+  }
+}
+
+// One packed panel (the prefill GEMM's kernel): every row count around the 6-row tile,
+// every panel width, K tails, strided A and C, and accumulation into C. Columns of P past
+// nc hold NaN, which must not reach C; C past nc must stay untouched.
+TEST_P(KernelVariant, GemmPanel) {
+  for (int64_t M : {1, 2, 5, 6, 7, 12, 13}) {
+    for (int nc : {1, 7, 8, 9, 16}) {
+      for (int64_t K : {1, 3, 64, 257}) {
+        for (bool accumulate : {false, true}) {
+          const int64_t lda = K + 3, ldc = kGemmPanel + 5;
+          auto A = random_vector(M * lda), B = random_vector(nc * K), C0 = random_vector(M * ldc);
+          AlignedBuffer panel(static_cast<size_t>(K * kGemmPanel) * sizeof(float));  // the kernel's aligned loads
+          float* P = panel.as<float>();
+          std::fill(P, P + K * kGemmPanel, NAN);
+          for (int j = 0; j < nc; ++j)
+            for (int64_t kk = 0; kk < K; ++kk) P[kk * kGemmPanel + j] = B[j * K + kk];
+          std::vector<float> C = C0, C_ref = C0;
+          k().gemm_panel(A.data(), lda, P, C.data(), ldc, M, nc, K, accumulate);
+          ref().gemm_panel(A.data(), lda, P, C_ref.data(), ldc, M, nc, K, accumulate);
+          SCOPED_TRACE(testing::Message() << M << "x" << nc << "x" << K << (accumulate ? " accumulate" : ""));
+          for (int64_t m = 0; m < M; ++m) {
+            for (int j = 0; j < nc; ++j) {
+              double exact = accumulate ? C0[m * ldc + j] : 0.0, sum_abs = std::fabs(exact);
+              for (int64_t kk = 0; kk < K; ++kk) {
+                exact += static_cast<double>(A[m * lda + kk]) * B[j * K + kk];
+                sum_abs += std::fabs(static_cast<double>(A[m * lda + kk]) * B[j * K + kk]);
+              }
+              EXPECT_NEAR_BOTH(C[m * ldc + j], C_ref[m * ldc + j], exact, dot_error_bound(K + 1, sum_abs));
+            }
+            for (int64_t j = nc; j < ldc; ++j) ASSERT_EQ(C[m * ldc + j], C0[m * ldc + j]) << "column " << j;
+          }
+        }
       }
     }
   }

@@ -33,8 +33,10 @@ TEST(Parallel, GemvMatchesFloat64) {
 
 TEST(Parallel, GemmBackendsMatchFloat64) {
   ThreadPool pool(2);
-  for (auto backend : {GemmBackend::Own, GemmBackend::Blas, GemmBackend::Auto}) {
-    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 33, 70}, {37, 5, 129}, {64, 96, 256}, {130, 70, 33}}) {
+  for (auto backend : {GemmBackend::Own, GemmBackend::Blas, GemmBackend::Packed, GemmBackend::Auto}) {
+    // K past 256 crosses the packed GEMM's K blocks; N past 64 its panel groups.
+    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 33, 70}, {37, 5, 129}, {64, 96, 256}, {130, 70, 33},
+                           {53, 131, 600}, {7, 200, 513}}) {
       auto A = test::random_vector(M * K), B = test::random_vector(N * K);
       std::vector<float> C(static_cast<size_t>(M * N));
       gemm_nt(pool, A.data(), K, B.data(), K, C.data(), N, M, N, K, backend);

@@ -107,6 +107,52 @@ void gemm_nt(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
   for (; m < M; ++m) gemv(B, ldb, A + m * lda, C + m * ldc, N, K);
 }
 
+// MR rows of A times one packed panel (16 columns): 2·MR accumulators, two panel loads
+// and MR broadcasts per k. MR = 6 keeps 12 FMA chains in flight (enough to cover the FMA
+// latency on two pipes) with registers to spare for the operands.
+template <int MR>
+void panel_rows(const float* A, int64_t lda, const float* P, float* C, int64_t ldc, int nc, int64_t K,
+                bool accumulate) {
+  // Fully unrolled so that the accumulators live in registers.
+  __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const __m256 b0 = _mm256_load_ps(P + k * kGemmPanel), b1 = _mm256_load_ps(P + k * kGemmPanel + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256 a = _mm256_broadcast_ss(A + i * lda + k);
+      c0[i] = _mm256_fmadd_ps(a, b0, c0[i]);
+      c1[i] = _mm256_fmadd_ps(a, b1, c1[i]);
+    }
+  }
+  const __m256i m0 = tail_mask(nc), m1 = tail_mask(nc - 8);
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    float* c = C + i * ldc;
+    if (accumulate) {
+      c0[i] = _mm256_add_ps(c0[i], _mm256_maskload_ps(c, m0));
+      c1[i] = _mm256_add_ps(c1[i], _mm256_maskload_ps(c + 8, m1));
+    }
+    _mm256_maskstore_ps(c, m0, c0[i]);
+    _mm256_maskstore_ps(c + 8, m1, c1[i]);
+  }
+}
+
+void gemm_panel(const float* A, int64_t lda, const float* P, float* C, int64_t ldc, int64_t M, int nc, int64_t K,
+                bool accumulate) {
+  int64_t m = 0;
+  for (; m + 6 <= M; m += 6) panel_rows<6>(A + m * lda, lda, P, C + m * ldc, ldc, nc, K, accumulate);
+  switch (M - m) {
+    case 5: return panel_rows<5>(A + m * lda, lda, P, C + m * ldc, ldc, nc, K, accumulate);
+    case 4: return panel_rows<4>(A + m * lda, lda, P, C + m * ldc, ldc, nc, K, accumulate);
+    case 3: return panel_rows<3>(A + m * lda, lda, P, C + m * ldc, ldc, nc, K, accumulate);
+    case 2: return panel_rows<2>(A + m * lda, lda, P, C + m * ldc, ldc, nc, K, accumulate);
+    case 1: return panel_rows<1>(A + m * lda, lda, P, C + m * ldc, ldc, nc, K, accumulate);
+    default: return;
+  }
+}
+
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
   const float ss = dot(x, x, n);
   const __m256 scale = _mm256_set1_ps(1.0f / std::sqrt(ss / static_cast<float>(n) + eps));
@@ -298,6 +344,7 @@ const Ops& avx2_ops() {
       .axpy = axpy,
       .gemv = gemv,
       .gemm_nt = gemm_nt,
+      .gemm_panel = gemm_panel,
       .rmsnorm = rmsnorm,
       .rope = rope,
       .softmax = softmax,

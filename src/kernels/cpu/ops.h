@@ -26,6 +26,9 @@ struct RopeParams {
   RopeStyle style = RopeStyle::Normal;
 };
 
+// Weight rows per packed panel of the packed GEMM (Ops::gemm_panel).
+inline constexpr int kGemmPanel = 16;
+
 struct Ops {
   Isa isa;
   // sum_i a[i] * b[i]
@@ -38,6 +41,11 @@ struct Ops {
   // the layout of every projection in a GGUF file. Overwrites C.
   void (*gemm_nt)(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
                   int64_t M, int64_t N, int64_t K);
+  // C[M, nc] (row stride ldc) = (accumulate ? C : 0) + A[M, K] · P for one packed panel
+  // of weight rows: P[k * kGemmPanel + j] = B[j][k] for j < nc <= kGemmPanel (columns
+  // nc.. of P are ignored; P 32-byte aligned). The prefill GEMM's inner kernel (parallel.h gemm_packed).
+  void (*gemm_panel)(const float* A, int64_t lda, const float* P, float* C, int64_t ldc, int64_t M, int nc, int64_t K,
+                     bool accumulate);
   // y = x / sqrt(mean(x^2) + eps) * w   (w may be null: no scale). y may alias x.
   void (*rmsnorm)(const float* x, const float* w, float* y, int64_t n, float eps);
   // In place on one token's row of n_heads * head_dim values.

@@ -29,6 +29,16 @@ void gemm_nt(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
     for (int64_t n = 0; n < N; ++n) C[m * ldc + n] = dot(A + m * lda, B + n * ldb, K);
 }
 
+void gemm_panel(const float* A, int64_t lda, const float* P, float* C, int64_t ldc, int64_t M, int nc, int64_t K,
+                bool accumulate) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int j = 0; j < nc; ++j) {
+      float s = accumulate ? C[m * ldc + j] : 0.0f;
+      for (int64_t k = 0; k < K; ++k) s += A[m * lda + k] * P[k * kGemmPanel + j];
+      C[m * ldc + j] = s;
+    }
+}
+
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
   float ss = 0.0f;
   for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
@@ -118,6 +128,7 @@ const Ops& reference_ops() {
       .axpy = axpy,
       .gemv = gemv,
       .gemm_nt = gemm_nt,
+      .gemm_panel = gemm_panel,
       .rmsnorm = rmsnorm,
       .rope = rope,
       .softmax = softmax,
