@@ -33,6 +33,7 @@ int& job_width() {
 
 ThreadPool::ThreadPool(int n_threads) {
   n_threads_ = n_threads > 0 ? n_threads : cpu_features().logical_cores;
+  cursors_ = std::make_unique<Cursor[]>(static_cast<size_t>(n_threads_));
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
 }
@@ -77,15 +78,27 @@ void ThreadPool::worker_loop(int thread_index) {
     }
     seen = g;
     if (stop_.load()) return;
+    // Join job g unless the caller has closed it (it did all the work while this thread
+    // was not running) or a later job has replaced it (picked up on the next turn).
+    uint64_t e = entry_.load(std::memory_order_acquire);
+    bool joined = false;
+    while ((e >> kEntryGenShift) == (g & (~uint64_t{0} >> kEntryGenShift)) && !(e & kEntryClosed)) {
+      if (entry_.compare_exchange_weak(e, e + 1, std::memory_order_acq_rel)) {
+        joined = true;
+        break;
+      }
+    }
+    if (!joined) continue;
     run_job_as(thread_index);
-    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+    left_.fetch_add(1);  // seq_cst: pairs with the caller_sleeping_ store in execute
+    if (caller_sleeping_.load()) {
       std::lock_guard lock(sleep_mutex_);
       wake_caller_.notify_one();
     }
   }
 }
 
-void ThreadPool::execute(Trampoline trampoline, void* ctx) {
+void ThreadPool::execute(Trampoline trampoline, void* ctx, bool every_thread, Trampoline prepare) {
   std::unique_lock call_lock(call_mutex_, std::try_to_lock);
   if (n_threads_ == 1 || detail::in_pool_job() || !call_lock.owns_lock()) {
     // Inline: the caller is the only thread of this job.
@@ -102,22 +115,30 @@ void ThreadPool::execute(Trampoline trampoline, void* ctx) {
     trampoline(ctx, 0, 1);
     return;
   }
+  if (prepare) prepare(ctx, 0, n_threads_);
   trampoline_ = trampoline;
   ctx_ = ctx;
   job_threads_ = n_threads_;
   error_ = nullptr;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1);  // seq_cst: pairs with the sleeping_workers_ check in worker_loop
+  const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  left_.store(0, std::memory_order_relaxed);
+  entry_.store((gen & (~uint64_t{0} >> kEntryGenShift)) << kEntryGenShift, std::memory_order_release);
+  generation_.store(gen);  // seq_cst: pairs with the sleeping_workers_ check in worker_loop
   if (sleeping_workers_.load() > 0) {
     std::lock_guard lock(sleep_mutex_);
     wake_workers_.notify_all();
   }
   run_job_as(0);
-  for (int i = 0; pending_.load(std::memory_order_acquire) != 0 && i < kSpinIterations; ++i) SQZ_PAUSE();
-  if (pending_.load(std::memory_order_acquire) != 0) {
+  // A work-shared job is done once its pieces are: close it to workers that have not
+  // joined yet and wait only for those inside. run_on_all waits for every worker.
+  const int64_t expected = every_thread
+                               ? n_threads_ - 1
+                               : static_cast<int64_t>(entry_.fetch_or(kEntryClosed) & (kEntryClosed - 1));
+  for (int i = 0; left_.load(std::memory_order_acquire) != expected && i < kSpinIterations; ++i) SQZ_PAUSE();
+  if (left_.load(std::memory_order_acquire) != expected) {
     std::unique_lock lock(sleep_mutex_);
     caller_sleeping_.store(true);
-    wake_caller_.wait(lock, [&] { return pending_.load() == 0; });
+    wake_caller_.wait(lock, [&] { return left_.load() == expected; });
     caller_sleeping_.store(false);
   }
   if (error_) {

@@ -4,12 +4,20 @@
 // the calling thread takes part as thread 0, so a pool of size N starts N-1
 // threads. A call from inside a job, or while another thread's job holds the pool,
 // runs inline on the caller (serially) instead of deadlocking.
+//
+// parallel_for tolerates a busy machine: its range is claimed in pieces (Static: each
+// thread walks its own contiguous share in eighths, then takes what is left of the
+// others'), and the caller does not wait for a worker that has not started — once every
+// piece is claimed it closes the job, and a worker that wakes later skips it. So a
+// worker descheduled by another process costs at most the piece it holds, not its
+// whole share of every kernel.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <algorithm>
@@ -40,6 +48,7 @@ class ThreadPool {
   void parallel_for(int64_t begin, int64_t end, F&& fn, ForOptions options = {});
 
   // Calls fn(thread_index, n_threads) once on each thread; barrier() may be used inside.
+  // Waits for every worker, descheduled or not (parallel_for does not).
   template <typename F>
   void run_on_all(F&& fn);
 
@@ -48,8 +57,10 @@ class ThreadPool {
 
  private:
   using Trampoline = void (*)(void* ctx, int thread_index, int n_threads);
-  struct Job;
-  void execute(Trampoline trampoline, void* ctx);
+  // every_thread: the job needs all n threads (run_on_all); otherwise it is work-shared
+  // and may finish with the threads that joined. prepare(ctx, 0, n) runs once the job
+  // owns the pool (and not at all when the job runs inline).
+  void execute(Trampoline trampoline, void* ctx, bool every_thread, Trampoline prepare = nullptr);
   void worker_loop(int thread_index);
   void run_job_as(int thread_index);
 
@@ -61,7 +72,12 @@ class ThreadPool {
   Trampoline trampoline_ = nullptr;
   void* ctx_ = nullptr;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  // Entry to the current job: (generation << kEntryGenShift) | closed bit | workers that
+  // joined. A worker joins only the generation it saw, and only while it is open.
+  static constexpr uint64_t kEntryClosed = uint64_t{1} << 20;
+  static constexpr int kEntryGenShift = 21;
+  std::atomic<uint64_t> entry_{0};
+  std::atomic<int64_t> left_{0};  // workers that joined and have finished the job
   std::atomic<bool> stop_{false};
   std::exception_ptr error_;
   std::mutex error_mutex_;
@@ -77,6 +93,14 @@ class ThreadPool {
   std::atomic<int> barrier_arrived_{0};
   std::atomic<uint64_t> barrier_generation_{0};
   int job_threads_ = 1;
+
+  // parallel_for's claim cursors, one per thread (cache-line apart), reused by every job.
+  struct alignas(64) Cursor {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+    int64_t step = 1;
+  };
+  std::unique_ptr<Cursor[]> cursors_;
 };
 
 // The process-wide pool used by kernels and models.
@@ -98,7 +122,7 @@ template <typename F>
 void ThreadPool::run_on_all(F&& fn) {
   using Fn = std::remove_reference_t<F>;
   auto trampoline = [](void* ctx, int thread_index, int n) { (*static_cast<Fn*>(ctx))(thread_index, n); };
-  execute(trampoline, const_cast<void*>(static_cast<const void*>(&fn)));
+  execute(trampoline, const_cast<void*>(static_cast<const void*>(&fn)), true);
 }
 
 template <typename F>
@@ -110,23 +134,49 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, F&& fn, ForOptions opt
     fn(begin, end);
     return;
   }
-  if (options.schedule == Schedule::Static) {
-    run_on_all([&](int t, int nt) {
-      const int64_t n_chunks = (n + grain - 1) / grain;
+  struct Ctx {
+    ThreadPool* pool;
+    std::remove_reference_t<F>* fn;
+    int64_t begin, end, grain;
+    bool is_static;
+  } ctx{this, &fn, begin, end, grain, options.schedule == Schedule::Static};
+  // Static: thread t's share is the t-th of nt equal runs of grain chunks, walked in
+  // eighths (rounded to the grain). Dynamic: one shared cursor stepping by the grain.
+  auto prepare = [](void* c, int, int nt) {
+    const Ctx& x = *static_cast<Ctx*>(c);
+    Cursor* cur = x.pool->cursors_.get();
+    if (!x.is_static) {
+      cur[0].next.store(x.begin, std::memory_order_relaxed);
+      cur[0].end = x.end;
+      cur[0].step = x.grain;
+      for (int t = 1; t < nt; ++t) cur[t].end = 0, cur[t].next.store(0, std::memory_order_relaxed);
+      return;
+    }
+    const int64_t n_chunks = (x.end - x.begin + x.grain - 1) / x.grain;
+    for (int t = 0; t < nt; ++t) {
       const int64_t c0 = n_chunks * t / nt, c1 = n_chunks * (t + 1) / nt;
-      const int64_t b = begin + c0 * grain, e = std::min(end, begin + c1 * grain);
-      if (b < e) fn(b, e);
-    });
-  } else {
-    std::atomic<int64_t> next{begin};
-    run_on_all([&](int, int) {
+      cur[t].next.store(x.begin + c0 * x.grain, std::memory_order_relaxed);
+      cur[t].end = std::min(x.end, x.begin + c1 * x.grain);
+      cur[t].step = std::max<int64_t>(1, (c1 - c0 + 7) / 8) * x.grain;
+    }
+  };
+  auto run = [](void* c, int t, int nt) {
+    const Ctx& x = *static_cast<Ctx*>(c);
+    if (nt == 1) {  // inline: the cursors may belong to another caller's job
+      (*x.fn)(x.begin, x.end);
+      return;
+    }
+    Cursor* cur = x.pool->cursors_.get();
+    for (int k = 0; k < nt; ++k) {  // own share first, then the others'
+      Cursor& from = cur[(t + k) % nt];
       for (;;) {
-        const int64_t b = next.fetch_add(grain, std::memory_order_relaxed);
-        if (b >= end) break;
-        fn(b, std::min(end, b + grain));
+        const int64_t b = from.next.fetch_add(from.step, std::memory_order_relaxed);
+        if (b >= from.end) break;
+        (*x.fn)(b, std::min(from.end, b + from.step));
       }
-    });
-  }
+    }
+  };
+  execute(run, &ctx, false, prepare);
 }
 
 }  // namespace squeeze

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -34,6 +35,25 @@ TEST(ThreadPool, CoversRangesExactlyOnce) {
           check_cover(pool, 0, n, {sched, grain});
           check_cover(pool, n / 3, n, {sched, grain});
         }
+  }
+}
+
+// A worker that stalls inside its first piece (as if descheduled by another process)
+// holds up only that piece: the caller takes the rest of the worker's static share.
+TEST(ThreadPool, StalledWorkerLosesOnlyThePieceItHolds) {
+  ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  for (auto sched : {ThreadPool::Schedule::Static, ThreadPool::Schedule::Dynamic}) {
+    std::atomic<int> by_caller{0}, stalls{0};
+    pool.parallel_for(0, 64, [&](int64_t b, int64_t e) {
+      if (std::this_thread::get_id() == caller) {
+        by_caller.fetch_add(static_cast<int>(e - b));
+      } else if (stalls.fetch_add(1) == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }, {sched, 1});
+    // Static pieces are eighths of a share (4 of 64 items); Dynamic pieces are single items.
+    EXPECT_GE(by_caller.load(), sched == ThreadPool::Schedule::Static ? 60 : 63) << "caller did " << by_caller.load();
   }
 }
 
