@@ -36,6 +36,24 @@ void linear(ThreadPool& pool, const quant::QMatrix& W, const float* X, int64_t n
   }
 }
 
+// Several projections of the same rows X (Q/K/V, gate/up): for one token a single pass
+// over the pool (quant::gemv_many), rows the same as linear()'s; for a batch one GEMM each.
+void linear_many(ThreadPool& pool, std::initializer_list<std::pair<const quant::QMatrix*, float*>> outs, const float* X,
+                 int64_t n, bool batch_invariant) {
+  if (n == 1) {
+    quant::GemvOutput o[4];
+    size_t i = 0;
+    bool has_f32 = false;
+    for (const auto& [W, Y] : outs) {
+      o[i++] = {*W, Y};
+      has_f32 |= W->type == gguf::GgmlType::F32;
+    }
+    quant::gemv_many(pool, std::span(o, i), X, batch_invariant && has_f32);
+    return;
+  }
+  for (const auto& [W, Y] : outs) linear(pool, *W, X, n, Y, batch_invariant);
+}
+
 void rmsnorm_rows(const float* x, const std::vector<float>& w, float* y, int64_t n, int64_t width, float eps) {
   for (int64_t i = 0; i < n; ++i) ops().rmsnorm(x + i * width, w.data(), y + i * width, width, eps);
 }
@@ -100,8 +118,13 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
   float *x = scratch.x.data(), *h = scratch.h.data(), *q = scratch.q.data(), *k = scratch.k.data(), *v = scratch.v.data();
   float *attn = scratch.attn.data(), *proj = scratch.proj.data(), *gate = scratch.gate.data(), *up = scratch.up.data();
   const bool invariant = options.batch_invariant;
-  const auto dump = [&](const std::string& name, const float* data, int64_t rows, int64_t cols) {
-    if (options.dump && *options.dump) (*options.dump)(name, data, rows, cols);
+  // Names are built only while dumping: no string work on the hot path.
+  const bool dumping = options.dump && *options.dump;
+  const auto dump = [&](const char* name, const float* data, int64_t rows, int64_t cols) {
+    if (dumping) (*options.dump)(name, data, rows, cols);
+  };
+  const auto dump_layer = [&](int64_t il, const char* name, const float* data, int64_t rows, int64_t cols) {
+    if (dumping) (*options.dump)("blk." + std::to_string(il) + "." + name, data, rows, cols);
   };
   // Per chunk: its first row in the step and its first position in its sequence.
   std::vector<int64_t> row0(chunks.size()), pos0(chunks.size());
@@ -128,19 +151,16 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
 
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w.layers[static_cast<size_t>(il)];
-    const std::string p = "blk." + std::to_string(il) + ".";
     const bool local = c.is_local[static_cast<size_t>(il)];
 
     // attention block; without a pre-norm the sublayer reads the residual stream itself
     const float* in = x;
     if (pre_norm) {
       rmsnorm_rows(x, L.attn_norm, h, n, E, c.rms_eps);                // h[n, E]
-      dump(p + "attn_norm", h, n, E);
+      dump_layer(il, "attn_norm", h, n, E);
       in = h;
     }
-    linear(pool, L.wq, in, n, q, invariant);                            // q[n, H·D]
-    linear(pool, L.wk, in, n, k, invariant);                            // k[n, Hk·D]
-    linear(pool, L.wv, in, n, v, invariant);                            // v[n, Hk·D]
+    linear_many(pool, {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}}, in, n, invariant);  // q[n, H·D], k, v[n, Hk·D]
     if (c.qk_norm) {                                                    // RMSNorm of each head's row of D
       rmsnorm_rows(q, L.q_norm, q, n * c.n_head, c.head_dim, c.rms_eps);
       rmsnorm_rows(k, L.k_norm, k, n * c.n_head_kv, c.head_dim, c.rms_eps);
@@ -152,9 +172,9 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
         rope_rows(k + row0[s] * KD, chunks[s].n, pos0[s], c.n_head_kv, c, base);
       }
     }
-    dump(p + "attn_q", q, n, QD);
-    dump(p + "attn_k", k, n, KD);
-    dump(p + "attn_v", v, n, KD);
+    dump_layer(il, "attn_q", q, n, QD);
+    dump_layer(il, "attn_k", k, n, KD);
+    dump_layer(il, "attn_v", v, n, KD);
     for (size_t s = 0; s < chunks.size(); ++s) {                        // per sequence: its cache, its positions
       KvCache& cache = *chunks[s].cache;
       cache.append(il, {.k = k + row0[s] * KD, .v = v + row0[s] * KD, .n = chunks[s].n});
@@ -165,43 +185,42 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
                               {.q = q + row0[s] * QD, .out = attn + row0[s] * QD, .n_queries = chunks[s].n,
                                .pos0 = pos0[s]});                       // attn[n, H·D]
     }
-    dump(p + "attn_out", attn, n, QD);
+    dump_layer(il, "attn_out", attn, n, QD);
     if (c.attn_gate) {  // attn ⊙ sigmoid(W_gate · the attention block's input)
       float* g = scratch.attn_gate.data();
       linear(pool, L.attn_gate, in, n, g, invariant);                   // g[n, H·D]
       for (int64_t i = 0; i < n * QD; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-g[i]));
-      dump(p + "attn_gated", attn, n, QD);
+      dump_layer(il, "attn_gated", attn, n, QD);
     }
     linear(pool, L.wo, attn, n, proj, invariant);                       // proj[n, E]
     if (post_norm) {
       rmsnorm_rows(proj, L.post_attn_norm, proj, n, E, post_eps);
-      dump(p + "attn_post_norm", proj, n, E);
+      dump_layer(il, "attn_post_norm", proj, n, E);
     }
     ops().add(x, proj, x, n * E);                                       // residual
-    dump(p + "attn_residual", x, n, E);
+    dump_layer(il, "attn_residual", x, n, E);
 
     // feed-forward block
     in = x;
     if (pre_norm) {
       rmsnorm_rows(x, L.ffn_norm, h, n, E, c.rms_eps);
-      dump(p + "ffn_norm", h, n, E);
+      dump_layer(il, "ffn_norm", h, n, E);
       in = h;
     }
-    linear(pool, L.w_gate, in, n, gate, invariant);                     // gate[n, F]
-    linear(pool, L.w_up, in, n, up, invariant);                         // up[n, F]
+    linear_many(pool, {{&L.w_gate, gate}, {&L.w_up, up}}, in, n, invariant);  // gate[n, F], up[n, F]
     if (c.ffn_activation == FfnActivation::gelu_tanh) {
       ops().geglu(gate, up, gate, n * F);                               // gate = gelu(gate)·up
     } else {
       ops().swiglu(gate, up, gate, n * F);                              // gate = silu(gate)·up
     }
-    dump(p + "ffn_act", gate, n, F);
+    dump_layer(il, "ffn_act", gate, n, F);
     linear(pool, L.w_down, gate, n, proj, invariant);                   // proj[n, E]
     if (post_norm) {
       rmsnorm_rows(proj, L.post_ffn_norm, proj, n, E, post_eps);
-      dump(p + "ffn_post_norm", proj, n, E);
+      dump_layer(il, "ffn_post_norm", proj, n, E);
     }
     ops().add(x, proj, x, n * E);
-    dump(p + "ffn_residual", x, n, E);
+    dump_layer(il, "ffn_residual", x, n, E);
   }
 
   // output head, on each chunk's last token only unless every position's logits are wanted

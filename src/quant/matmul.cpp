@@ -7,6 +7,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel.h"
 
 namespace squeeze::quant {
@@ -90,6 +91,61 @@ void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const Qu
       return;
     }
     for (int64_t r = r0; r < r1; ++r) y[r] = dot(K, w + r * rb, act);
+  }, {ThreadPool::Schedule::Static, 8});
+}
+
+void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const float* x, bool dot_kernels) {
+  if (outputs.empty()) return;
+  const int64_t K = outputs[0].W.cols;
+  // Per output: its kernels, its activation row and its first row in the joint index.
+  struct Part {
+    const QuantTraits* t;
+    const uint8_t* w;
+    int64_t rb, first, rows;
+    const void* act;
+    float* y;
+    bool f32_fast;
+  };
+  constexpr size_t kMaxParts = 4;
+  SQZ_CHECK(outputs.size() <= kMaxParts, "gemv_many: at most ", kMaxParts, " outputs");
+  thread_local AlignedBuffer t_acts[kMaxParts];
+  Part parts[kMaxParts];
+  GgmlType act_types[kMaxParts];
+  int n_acts = 0;
+  int64_t total = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const QMatrix& W = outputs[i].W;
+    SQZ_CHECK(W.cols == K, "gemv_many: matrices of ", K, " and ", W.cols, " columns");
+    const QuantTraits& t = check(W, dot_kernels ? &traits(W.type) : nullptr);
+    Part& p = parts[i];
+    p = {&t, static_cast<const uint8_t*>(W.data), K / t.block_size * t.block_bytes, total, W.rows, x, outputs[i].y,
+         t.type == GgmlType::F32 && !dot_kernels};
+    total += W.rows;
+    if (t.dot_type == GgmlType::F32) continue;
+    int a = 0;
+    while (a < n_acts && act_types[a] != t.dot_type) ++a;
+    if (a == n_acts) {  // the first matrix with this activation type quantizes x
+      act_types[n_acts++] = t.dot_type;
+      quantize_activations(t, x, K, 1, K, t_acts[a], nullptr);
+    }
+    p.act = t_acts[a].data();
+  }
+  const auto f32_gemv = kernels::cpu::ops().gemv;
+  pool.parallel_for(0, total, [&](int64_t b, int64_t e) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const Part& p = parts[i];
+      const int64_t r0 = std::max(b, p.first) - p.first, r1 = std::min(e, p.first + p.rows) - p.first;
+      if (r0 >= r1) continue;
+      if (p.f32_fast) {
+        f32_gemv(reinterpret_cast<const float*>(p.w) + r0 * K, K, x, p.y + r0, r1 - r0, K);
+      } else if (p.t->dot_wrows) {
+        for (int64_t r = r0; r < r1; r += kMaxDotRows)
+          p.t->dot_wrows(K, p.w + r * p.rb, p.rb, static_cast<int>(std::min<int64_t>(kMaxDotRows, r1 - r)), p.act,
+                         p.y + r);
+      } else {
+        for (int64_t r = r0; r < r1; ++r) p.y[r] = p.t->vec_dot(K, p.w + r * p.rb, p.act);
+      }
+    }
   }, {ThreadPool::Schedule::Static, 8});
 }
 

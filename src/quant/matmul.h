@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/thread_pool.h"
 #include "quant/traits.h"
@@ -23,6 +24,20 @@ struct QMatrix {
 
 // y[rows] = W · x[cols]. `kernels` selects an ISA's table (tests); null = active one.
 void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const QuantTraits* kernels = nullptr);
+
+// One output of gemv_many: y[W.rows] = W · x.
+struct GemvOutput {
+  QMatrix W;
+  float* y = nullptr;
+};
+
+// Several GEMVs of the same input x (every W.cols equal; types may differ): one pass over
+// the pool for all of them (the Q/K/V or gate/up projections of a decode step), x
+// quantized once per activation type. dot_kernels = false: the active ISA's fast path
+// (as gemv with null kernels); true: the types' own dot kernels for F32 weights too (as
+// gemv with traits(type)), and then every row's value is exactly gemv()'s — as it is for
+// quantized types either way (the f32 fast path's rounding depends on row grouping).
+void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const float* x, bool dot_kernels = false);
 
 struct GemmParams {
   const float* X = nullptr;  // [M, W.cols], row stride ldx

@@ -117,7 +117,7 @@ TEST_P(Matmul, GemmMatchesDotAndFloat64) {
 
 TEST_P(Matmul, BatchedGemmOnDequantizedWeightsWithinSummationBound) {
   // From kDequantizedGemmMinBatch tokens on, gemm() multiplies f32 activations by the
-  // dequantized weights with the BLAS: exact weights, f32 sums in any order, so Higham's
+  // dequantized weights with the packed f32 GEMM (K = 512 spans two of its K blocks): exact weights, f32 sums in any order, so Higham's
   // gamma_K * sum |w||x| bounds the error against float64 on the same dequantized values.
   const GgmlType type = GetParam();
   const Problem p = make_problem(type, 70, 512);
@@ -182,6 +182,52 @@ TEST(MatmulF32, DefaultGemmUsesF32PathWithinSummationBound) {
       }
       ASSERT_NEAR(Y[m * p.rows + r], s, 1.01 * (p.cols + 2) * test::kU * mag + 1e-30);
     }
+}
+
+// The fused decode projections: each output equals its own gemv — bit for bit for the
+// quantized types (mixed activation types: Q8_K for Q4_K / Q6_K, Q8_0 for Q8_0 / Q4_1)
+// and for F32 through its dot kernels; the F32 fast path within the summation bound.
+TEST(MatmulMany, EachOutputEqualsItsGemv) {
+  const int64_t cols = 512;
+  const auto x = test::gaussian(cols);
+  ThreadPool& pool = default_thread_pool();
+  struct Case {
+    std::vector<std::pair<GgmlType, int64_t>> mats;
+    bool dot_kernels;
+  };
+  for (const Case& c : {Case{{{GgmlType::Q4_K, 37}, {GgmlType::Q6_K, 29}, {GgmlType::Q8_0, 11}}, false},
+                        Case{{{GgmlType::Q4_1, 64}, {GgmlType::Q4_1, 3}}, false},
+                        Case{{{GgmlType::F32, 21}, {GgmlType::Q4_0, 19}, {GgmlType::F32, 8}}, true},
+                        Case{{{GgmlType::F32, 45}, {GgmlType::F32, 13}}, false}}) {
+    std::vector<Problem> probs;
+    for (auto [type, rows] : c.mats) probs.push_back(make_problem(type, rows, cols));
+    std::vector<std::vector<float>> ys(probs.size());
+    std::vector<GemvOutput> outs;
+    for (size_t i = 0; i < probs.size(); ++i) {
+      ys[i].assign(probs[i].rows, NAN);
+      outs.push_back({{c.mats[i].first, probs[i].w.data(), probs[i].rows, cols}, ys[i].data()});
+    }
+    gemv_many(pool, outs, x.data(), c.dot_kernels);
+    for (size_t i = 0; i < probs.size(); ++i) {
+      const GgmlType type = c.mats[i].first;
+      std::vector<float> want(probs[i].rows);
+      gemv(pool, outs[i].W, x.data(), want.data(), c.dot_kernels ? &traits(type) : nullptr);
+      for (int64_t r = 0; r < probs[i].rows; ++r) {
+        if (type != GgmlType::F32 || c.dot_kernels) {
+          ASSERT_EQ(ys[i][r], want[r]) << traits(type).name << " output " << i << " row " << r;
+        } else {
+          double mag = 0;
+          for (int64_t k = 0; k < cols; ++k) mag += std::fabs(probs[i].wf[r * cols + k] * x[k]);
+          ASSERT_NEAR(ys[i][r], want[r], 2.02 * (cols + 2) * test::kU * mag) << "F32 output " << i << " row " << r;
+        }
+      }
+    }
+  }
+  std::vector<float> y(64);
+  const Problem a = make_problem(GgmlType::Q8_0, 4, 256), b = make_problem(GgmlType::Q8_0, 4, 512);
+  const GemvOutput mismatched[] = {{{GgmlType::Q8_0, a.w.data(), 4, 256}, y.data()},
+                                   {{GgmlType::Q8_0, b.w.data(), 4, 512}, y.data() + 4}};
+  EXPECT_THROW(gemv_many(pool, mismatched, x.data()), Error);
 }
 
 TEST(MatmulBadInput, Errors) {
