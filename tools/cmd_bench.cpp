@@ -55,7 +55,8 @@ int run_bench(int argc, char** argv) {
       .threads_option()
       .int_option({"-b", "--batch"}, "N", "prefill batch size", {1, squeeze::cli::kMaxBatch}, "512")
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
-      .flag({"--csv"}, "print CSV rows instead of a table");
+      .flag({"--csv"}, "print CSV rows instead of a table")
+      .flag({"--profile"}, "after each tg test, the decode time per token by kind of op (adds clock reads)");
   if (!args.parse(argc, argv)) return 0;
   const auto prompts = int_list(args.get("--n-prompt"), "-p/--n-prompt");
   const auto gens = int_list(args.get("--n-gen"), "-n/--n-gen");
@@ -100,6 +101,26 @@ int run_bench(int argc, char** argv) {
     }
     std::fflush(stdout);
   };
+  squeeze::model::StepProfile profile;
+  const bool profiling = args.has("--profile");
+  // Per op: ms per token and share of the profiled step time; in CSV mode as rows
+  // "profile,<test>,<op>,<ms per token>,<share>".
+  auto report_profile = [&](const std::string& test, int64_t depth) {
+    const std::string name = test + (depth ? " @ d" + std::to_string(depth) : "");
+    double total = 0;
+    for (double t : profile.seconds) total += t;
+    const double steps = static_cast<double>(std::max<int64_t>(profile.steps, 1));
+    if (!csv) std::printf("\n%s, time per token by op (%lld steps):\n\n| op | ms / token | share |\n|---|---|---|\n",
+                          name.c_str(), static_cast<long long>(profile.steps));
+    for (size_t i = 0; i < squeeze::model::kStepOps; ++i) {
+      const char* op = squeeze::model::step_op_name(static_cast<squeeze::model::StepOp>(i));
+      const double ms = 1e3 * profile.seconds[i] / steps, share = total > 0 ? profile.seconds[i] / total : 0;
+      if (csv) std::printf("profile,%s,%s,%.4f,%.4f\n", name.c_str(), op, ms, share);
+      else std::printf("| %s | %.3f | %.1f%% |\n", op, ms, 100 * share);
+    }
+    if (!csv) std::printf("| total | %.3f | 100%% |\n\n", 1e3 * total / steps);
+    std::fflush(stdout);
+  };
   auto prefill_depth = [&](int64_t depth) {
     session.reset();
     if (depth > 0) session.forward(random_tokens(depth));
@@ -127,14 +148,20 @@ int run_bench(int argc, char** argv) {
       for (int64_t r = 0; r < reps; ++r) {
         prefill_depth(depth);
         int32_t next = tok(rng);
+        if (profiling) session.set_profile(&profile);
         const auto t0 = Clock::now();
         for (int64_t i = 0; i < n; ++i) {
           const auto logits = session.forward(std::span<const int32_t>(&next, 1));
           next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
         }
         rates.push_back(static_cast<double>(n) / std::chrono::duration<double>(Clock::now() - t0).count());
+        session.set_profile(nullptr);
       }
       report("tg" + std::to_string(n), depth, n, rates);
+      if (profiling) {
+        report_profile("tg" + std::to_string(n), depth);
+        profile.clear();
+      }
     }
   }
   return 0;

@@ -6,6 +6,7 @@
 // token plus a prompt chunk as one step.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <span>
 #include <string>
@@ -29,6 +30,18 @@ struct SequenceChunk {
   bool all_logits = false;        // logits of every token of the chunk, else of its last
 };
 
+// Wall time of forward steps by kind of work (squeeze bench --profile): two clock reads
+// around each op of each layer, only when a profile is attached.
+enum class StepOp { embed, norm, qkv, rope, attention, out_proj, ffn_up, ffn_act, ffn_down, residual, head, count };
+inline constexpr size_t kStepOps = static_cast<size_t>(StepOp::count);
+const char* step_op_name(StepOp op);
+
+struct StepProfile {
+  std::array<double, kStepOps> seconds{};
+  int64_t steps = 0;
+  void clear() { *this = {}; }
+};
+
 struct ForwardOptions {
   // Weight products through the quantized dot tile for every batch size
   // (quant::GemmParams::batch_invariant): a sequence's logits are then bit-identical
@@ -36,6 +49,7 @@ struct ForwardOptions {
   // fed the same chunks gets the same bits alone or batched.
   bool batch_invariant = false;
   const DumpFn* dump = nullptr;
+  StepProfile* profile = nullptr;  // accumulates this step's op times when set
 };
 
 // Activations of one step, for at most max_rows tokens over all chunks.

@@ -9,6 +9,7 @@
 //   output head → × logit scale → soft-cap?. The options are ModelConfig fields
 //   (model/config.h). Shapes in comments: n = tokens in the chunk, E = n_embd, F = n_ff,
 //   H·D = q_dim, Hk·D = kv_dim, V = n_vocab.
+#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
@@ -102,6 +103,13 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int64_t max_rows) : max_row
   up.resize(sz(c.n_ff));
 }
 
+const char* step_op_name(StepOp op) {
+  static constexpr const char* kNames[kStepOps] = {"embed",     "norms",    "q/k/v proj", "rope",
+                                                   "attention", "out proj", "ffn gate/up", "ffn act",
+                                                   "ffn down",  "residual", "output head"};
+  return kNames[static_cast<size_t>(op)];
+}
+
 int64_t logit_rows(std::span<const SequenceChunk> chunks) {
   int64_t rows = 0;
   for (const SequenceChunk& s : chunks) rows += s.all_logits ? s.n : 1;
@@ -126,6 +134,16 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
   const auto dump_layer = [&](int64_t il, const char* name, const float* data, int64_t rows, int64_t cols) {
     if (dumping) (*options.dump)("blk." + std::to_string(il) + "." + name, data, rows, cols);
   };
+  // Lap timer for the profile: mark(op) books the time since the previous mark to op.
+  using Clock = std::chrono::steady_clock;
+  StepProfile* const prof = options.profile;
+  Clock::time_point lap = prof ? Clock::now() : Clock::time_point{};
+  const auto mark = [&](StepOp op) {
+    if (!prof) return;
+    const Clock::time_point t = Clock::now();
+    prof->seconds[static_cast<size_t>(op)] += std::chrono::duration<double>(t - lap).count();
+    lap = t;
+  };
   // Per chunk: its first row in the step and its first position in its sequence.
   std::vector<int64_t> row0(chunks.size()), pos0(chunks.size());
   for (size_t s = 0, r = 0; s < chunks.size(); r += static_cast<size_t>(chunks[s].n), ++s) {
@@ -147,6 +165,7 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
     for (int64_t i = 0; i < n; ++i) ops().rmsnorm(x + i * E, nullptr, x + i * E, E, c.rms_eps);
     dump("embd_norm", x, n, E);
   }
+  mark(StepOp::embed);
   const float post_eps = c.effective_post_norm_eps();
 
   for (int64_t il = 0; il < c.n_layer; ++il) {
@@ -160,11 +179,14 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
       dump_layer(il, "attn_norm", h, n, E);
       in = h;
     }
+    mark(StepOp::norm);
     linear_many(pool, {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}}, in, n, invariant);  // q[n, H·D], k, v[n, Hk·D]
+    mark(StepOp::qkv);
     if (c.qk_norm) {                                                    // RMSNorm of each head's row of D
       rmsnorm_rows(q, L.q_norm, q, n * c.n_head, c.head_dim, c.rms_eps);
       rmsnorm_rows(k, L.k_norm, k, n * c.n_head_kv, c.head_dim, c.rms_eps);
     }
+    mark(StepOp::norm);
     if (c.uses_rope(il)) {
       const float base = local ? c.rope_base_local : c.rope_base_global;
       for (size_t s = 0; s < chunks.size(); ++s) {
@@ -172,6 +194,7 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
         rope_rows(k + row0[s] * KD, chunks[s].n, pos0[s], c.n_head_kv, c, base);
       }
     }
+    mark(StepOp::rope);
     dump_layer(il, "attn_q", q, n, QD);
     dump_layer(il, "attn_k", k, n, KD);
     dump_layer(il, "attn_v", v, n, KD);
@@ -186,19 +209,24 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
                                .pos0 = pos0[s]});                       // attn[n, H·D]
     }
     dump_layer(il, "attn_out", attn, n, QD);
+    mark(StepOp::attention);
     if (c.attn_gate) {  // attn ⊙ sigmoid(W_gate · the attention block's input)
       float* g = scratch.attn_gate.data();
       linear(pool, L.attn_gate, in, n, g, invariant);                   // g[n, H·D]
       for (int64_t i = 0; i < n * QD; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-g[i]));
       dump_layer(il, "attn_gated", attn, n, QD);
     }
+    mark(StepOp::qkv);
     linear(pool, L.wo, attn, n, proj, invariant);                       // proj[n, E]
+    mark(StepOp::out_proj);
     if (post_norm) {
       rmsnorm_rows(proj, L.post_attn_norm, proj, n, E, post_eps);
       dump_layer(il, "attn_post_norm", proj, n, E);
     }
+    mark(StepOp::norm);
     ops().add(x, proj, x, n * E);                                       // residual
     dump_layer(il, "attn_residual", x, n, E);
+    mark(StepOp::residual);
 
     // feed-forward block
     in = x;
@@ -207,20 +235,26 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
       dump_layer(il, "ffn_norm", h, n, E);
       in = h;
     }
+    mark(StepOp::norm);
     linear_many(pool, {{&L.w_gate, gate}, {&L.w_up, up}}, in, n, invariant);  // gate[n, F], up[n, F]
+    mark(StepOp::ffn_up);
     if (c.ffn_activation == FfnActivation::gelu_tanh) {
       ops().geglu(gate, up, gate, n * F);                               // gate = gelu(gate)·up
     } else {
       ops().swiglu(gate, up, gate, n * F);                              // gate = silu(gate)·up
     }
     dump_layer(il, "ffn_act", gate, n, F);
+    mark(StepOp::ffn_act);
     linear(pool, L.w_down, gate, n, proj, invariant);                   // proj[n, E]
+    mark(StepOp::ffn_down);
     if (post_norm) {
       rmsnorm_rows(proj, L.post_ffn_norm, proj, n, E, post_eps);
       dump_layer(il, "ffn_post_norm", proj, n, E);
     }
+    mark(StepOp::norm);
     ops().add(x, proj, x, n * E);
     dump_layer(il, "ffn_residual", x, n, E);
+    mark(StepOp::residual);
   }
 
   // output head, on each chunk's last token only unless every position's logits are wanted
@@ -241,6 +275,8 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
     }
   }
   dump("logits", logits_out, rows, c.n_vocab);
+  mark(StepOp::head);
+  if (prof) ++prof->steps;
 }
 
 }  // namespace squeeze::model

@@ -45,7 +45,7 @@ std::span<const float> Session::forward(std::span<const int32_t> tokens, bool al
     const int64_t m = std::min(chunk_, n - done);
     const bool last = done + m == n;
     const SequenceChunk chunk{.cache = &cache_, .tokens = tokens.data() + done, .n = m, .all_logits = all_logits};
-    forward_step(model_, pool_, scratch_, {&chunk, 1}, logits_.data(), {.batch_invariant = batch_invariant_, .dump = &dump_});
+    forward_step(model_, pool_, scratch_, {&chunk, 1}, logits_.data(), {.batch_invariant = batch_invariant_, .dump = &dump_, .profile = profile_});
     if (all_logits) {
       std::copy_n(logits_.data(), m * V, out_logits_.data() + done * V);
     } else if (last) {

@@ -45,6 +45,8 @@ class Session {
   KvMemory kv_memory() const { return cache_.memory(); }
   const KvCache& cache() const { return cache_; }
   void set_dump(DumpFn dump) { dump_ = std::move(dump); }
+  // Op times of every following step accumulate into *profile (null: stop timing).
+  void set_profile(StepProfile* profile) { profile_ = profile; }
 
  private:
 
@@ -56,6 +58,7 @@ class Session {
   bool batch_invariant_;
   KvCache cache_;
   DumpFn dump_;
+  StepProfile* profile_ = nullptr;
   ForwardScratch scratch_;  // for chunk_ tokens
   std::vector<float> logits_, out_logits_;
 };

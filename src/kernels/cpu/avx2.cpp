@@ -12,6 +12,7 @@
 namespace squeeze::kernels::cpu {
 namespace {
 
+using avx2::for_each8;
 using avx2::hsum;
 using avx2::tail_mask;
 
@@ -156,35 +157,45 @@ void gemm_panel(const float* A, int64_t lda, const float* P, float* C, int64_t l
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
   const float ss = dot(x, x, n);
   const __m256 scale = _mm256_set1_ps(1.0f / std::sqrt(ss / static_cast<float>(n) + eps));
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    __m256 v = _mm256_mul_ps(_mm256_maskload_ps(x + i, m), scale);
-    if (w) v = _mm256_mul_ps(v, _mm256_maskload_ps(w + i, m));
-    _mm256_maskstore_ps(y + i, m, v);
-  }
+  for_each8(n, [&](int64_t i, auto io) {
+    __m256 v = _mm256_mul_ps(io.load(x + i), scale);
+    if (w) v = _mm256_mul_ps(v, io.load(w + i));
+    io.store(y + i, v);
+  });
 }
 
 void rope(float* x, const RopeParams& p) {
   const int64_t rot = p.rot_dim > 0 ? p.rot_dim : p.head_dim;
   const int64_t half = rot / 2;
-  // The angles depend only on the pair index: compute once, apply to every head.
+  // The angles depend only on the pair index: compute once, apply to every head. The last
+  // set is kept per thread: Q and then K of a token rotate by the same angles.
   constexpr int64_t kMaxHalf = 1024;
-  alignas(32) float cs[kMaxHalf], sn[kMaxHalf];
+  struct Angles {
+    int64_t position = -1, rot = 0, i0 = -1;
+    float base = 0, scale = 0;
+    alignas(32) float cs[kMaxHalf], sn[kMaxHalf];
+  };
+  thread_local Angles last;
+  float* cs = last.cs;
+  float* sn = last.sn;
   for (int64_t i0 = 0; i0 < half; i0 += kMaxHalf) {
     const int64_t cnt = std::min(kMaxHalf, half - i0);
-    for (int64_t i = 0; i < cnt; ++i) rope_angle(p, i0 + i, rot, &cs[i], &sn[i]);
+    if (last.position != p.position || last.rot != rot || last.i0 != i0 || last.base != p.freq_base ||
+        last.scale != p.freq_scale) {
+      for (int64_t i = 0; i < cnt; ++i) rope_angle(p, i0 + i, rot, &cs[i], &sn[i]);
+      last.position = p.position, last.rot = rot, last.i0 = i0, last.base = p.freq_base, last.scale = p.freq_scale;
+    }
     for (int64_t h = 0; h < p.n_heads; ++h) {
       float* v = x + h * p.head_dim;
       if (p.style == RopeStyle::NeoX) {
         float* lo = v + i0;
         float* hi = v + half + i0;
-        for (int64_t i = 0; i < cnt; i += 8) {
-          const __m256i m = tail_mask(cnt - i);
-          const __m256 a = _mm256_maskload_ps(lo + i, m), b = _mm256_maskload_ps(hi + i, m);
+        for_each8(cnt, [&](int64_t i, auto io) {
+          const __m256 a = io.load(lo + i), b = io.load(hi + i);
           const __m256 c = _mm256_load_ps(cs + i), s = _mm256_load_ps(sn + i);
-          _mm256_maskstore_ps(lo + i, m, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
-          _mm256_maskstore_ps(hi + i, m, _mm256_fmadd_ps(a, s, _mm256_mul_ps(b, c)));
-        }
+          io.store(lo + i, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
+          io.store(hi + i, _mm256_fmadd_ps(a, s, _mm256_mul_ps(b, c)));
+        });
       } else {
         // interleaved pairs: 4 pairs per vector of 8 floats
         float* base = v + 2 * i0;
@@ -212,43 +223,33 @@ void rope(float* x, const RopeParams& p) {
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   __m256 vmax = _mm256_set1_ps(-INFINITY);
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    const __m256 v = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));
-    vmax = _mm256_max_ps(vmax, v);
-  }
+  for_each8(n, [&](int64_t i, auto io) { vmax = _mm256_max_ps(vmax, io.keep(io.load(x + i), -INFINITY)); });
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
   h = _mm_max_ss(h, _mm_movehdup_ps(h));
   const __m256 mx = _mm256_set1_ps(_mm_cvtss_f32(h));
   __m256 sum = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    const __m256 e = _mm256_and_ps(avx2::exp(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
-    _mm256_maskstore_ps(x + i, m, e);
+  for_each8(n, [&](int64_t i, auto io) {
+    const __m256 e = io.keep(avx2::exp(_mm256_sub_ps(io.load(x + i), mx)), 0.0f);
+    io.store(x + i, e);
     sum = _mm256_add_ps(sum, e);
-  }
+  });
   const __m256 inv = _mm256_set1_ps(1.0f / hsum(sum));
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), inv));
-  }
+  for_each8(n, [&](int64_t i, auto io) { io.store(x + i, _mm256_mul_ps(io.load(x + i), inv)); });
 }
 
 void silu(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    const __m256 v = _mm256_maskload_ps(x + i, m);
-    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(v, avx2::sigmoid(v)));
-  }
+  for_each8(n, [&](int64_t i, auto io) {
+    const __m256 v = io.load(x + i);
+    io.store(y + i, _mm256_mul_ps(v, avx2::sigmoid(v)));
+  });
 }
 
 void swiglu(const float* gate, const float* up, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    const __m256 g = _mm256_maskload_ps(gate + i, m);
-    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(_mm256_mul_ps(g, avx2::sigmoid(g)), _mm256_maskload_ps(up + i, m)));
-  }
+  for_each8(n, [&](int64_t i, auto io) {
+    const __m256 g = io.load(gate + i);
+    io.store(y + i, _mm256_mul_ps(_mm256_mul_ps(g, avx2::sigmoid(g)), io.load(up + i)));
+  });
 }
 
 // 0.5*x*(1 + tanh(z)) == x * sigmoid(2z), z = sqrt(2/pi) * (x + 0.044715 x^3): one exp,
@@ -260,17 +261,11 @@ inline __m256 gelu8(__m256 v) {
 }
 
 void gelu(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    _mm256_maskstore_ps(y + i, m, gelu8(_mm256_maskload_ps(x + i, m)));
-  }
+  for_each8(n, [&](int64_t i, auto io) { io.store(y + i, gelu8(io.load(x + i))); });
 }
 
 void geglu(const float* gate, const float* up, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(gelu8(_mm256_maskload_ps(gate + i, m)), _mm256_maskload_ps(up + i, m)));
-  }
+  for_each8(n, [&](int64_t i, auto io) { io.store(y + i, _mm256_mul_ps(gelu8(io.load(gate + i)), io.load(up + i))); });
 }
 
 void add(const float* a, const float* b, float* y, int64_t n) {

@@ -53,4 +53,28 @@ inline __m256i tail_mask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
 }
 
+// Loads and stores of a whole vector, and of a row tail (masked). Masked stores are slow
+// on some CPUs (microcoded on AMD Zen), so loops use them for the tail only.
+struct WholeIo {
+  static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+  static __m256 keep(__m256 v, float) { return v; }
+};
+struct TailIo {
+  __m256i m;
+  __m256 load(const float* p) const { return _mm256_maskload_ps(p, m); }
+  void store(float* p, __m256 v) const { _mm256_maskstore_ps(p, m, v); }
+  // v in the tail's lanes, `fill` in the others (for reductions).
+  __m256 keep(__m256 v, float fill) const { return _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(m)); }
+};
+
+// f(i, io) for i = 0, 8, 16, ... < n: io is WholeIo for full vectors, TailIo for the last
+// partial one.
+template <typename F>
+inline void for_each8(int64_t n, F&& f) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) f(i, WholeIo{});
+  if (i < n) f(i, TailIo{tail_mask(n - i)});
+}
+
 }  // namespace squeeze::kernels::cpu::avx2
