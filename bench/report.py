@@ -120,7 +120,7 @@ def main(paths):
             out.append("| backend | M | GFLOP/s | % of 2-thread FMA peak |\n|---|---|---|---|")
             for r in gemm:
                 parts = dict(p.split(":") for p in r["name"].split("/")[1:3])
-                backend = {"1": "own 4x4 tile", "2": "OpenBLAS"}[parts["backend"]]
+                backend = {"1": "own 4x4 tile", "2": "OpenBLAS", "3": "packed panels (prefill)"}[parts["backend"]]
                 out.append(f"| {backend} | {parts['M']} | {gb(r['flops']):.1f} | {frac.pct(r['flops'], ceil['fma2'], r['name'])} |")
             out.append("")
         pool = [r for n, r in rows.items() if n.startswith("BM_empty") or n.startswith("BM_barrier") or n.startswith("BM_spawn")]
