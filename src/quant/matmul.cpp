@@ -55,7 +55,8 @@ void gemm_dequantized(ThreadPool& pool, const QuantTraits& t, const QMatrix& W, 
   const auto* w = static_cast<const uint8_t*>(W.data);
   constexpr int P = kernels::cpu::kGemmPanel;
   kernels::cpu::gemm_packed(pool, X, ldx, [&](int64_t n0, int nr, int64_t k0, int64_t kc, float* panel) {
-    if (t_rowbuf.size() < static_cast<size_t>(kc) * sizeof(float)) t_rowbuf = AlignedBuffer(static_cast<size_t>(kc) * sizeof(float));
+    const size_t need = static_cast<size_t>(kc) * sizeof(float);
+    if (t_rowbuf.size() < need) t_rowbuf = AlignedBuffer(need);
     float* row = t_rowbuf.as<float>();
     for (int j = 0; j < nr; ++j) {
       t.dequantize_row(w + (n0 + j) * rb + k0 / t.block_size * t.block_bytes, row, kc);
