@@ -151,7 +151,8 @@ TEST_P(Dot, WeightRowGroupsEqualSingleRow) {
   const QuantTraits* t = traits_for(type, Isa::Avx2);
   if (!t || !t->dot_wrows) GTEST_SKIP() << "no row-group kernel";
   const QuantTraits& act_src = *traits_for(t->dot_type, Isa::Scalar);
-  for (int64_t n : {32, 64, 96, 128, 160, 352, 4128}) {
+  for (const int64_t blocks : {1, 2, 3, 4, 5, 11, 129}) {  // every tail of the 4-block steps
+    const int64_t n = blocks * t->block_size;
     DotCase rows[kMaxDotRows];
     for (auto& r : rows) r = make_case(type, n, act_src);
     const size_t stride = rows[0].w.size() + 20;  // rows not packed back to back
