@@ -176,11 +176,14 @@ void accumulate_rows(const float* const* p, const float* v, int64_t D, int64_t t
 struct Scratch {
   std::vector<float> buf;
   std::vector<int64_t> active;
+  std::vector<int64_t> lo, hi;  // each row's key range, computed once per task (no divisions per tile)
   float *qs, *acc, *s, *tile, *m, *l;
   void reserve(int64_t rows, int64_t D) {
     const size_t need = static_cast<size_t>(rows * (2 * D + kTile + 2) + kTile * D);
     if (buf.size() < need) buf.assign(need, 0.0f);  // zeroed: padded tile rows stay finite
     active.resize(static_cast<size_t>(rows));
+    lo.resize(static_cast<size_t>(rows));
+    hi.resize(static_cast<size_t>(rows));
     qs = buf.data();
     acc = qs + rows * D;
     s = acc + rows * D;
@@ -207,7 +210,13 @@ void run_task_avx2(const Task& t) {
   }
   // The union of the rows' key ranges (rows are in query order: row 0 starts first, the
   // last row ends last).
-  const int64_t k_begin = t.row_lo(0), k_end = t.row_hi(R - 1);
+  for (int64_t r = 0; r < R; ++r) {
+    w.lo[static_cast<size_t>(r)] = t.row_lo(r);
+    w.hi[static_cast<size_t>(r)] = t.row_hi(r);
+  }
+  const int64_t* row_lo = w.lo.data();
+  const int64_t* row_hi = w.hi.data();
+  const int64_t k_begin = row_lo[0], k_end = row_hi[R - 1];
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 
@@ -215,7 +224,7 @@ void run_task_avx2(const Task& t) {
     const int64_t n = std::min(kTile, k_end - k0), n8 = (n + 7) / 8 * 8;
     int64_t n_active = 0;
     for (int64_t r = 0; r < R; ++r)
-      if (t.row_lo(r) < k0 + n && t.row_hi(r) > k0) w.active[static_cast<size_t>(n_active++)] = r;
+      if (row_lo[r] < k0 + n && row_hi[r] > k0) w.active[static_cast<size_t>(n_active++)] = r;
     if (n_active == 0) continue;
 
     // Scores of every active row against the tile's keys.
@@ -242,8 +251,8 @@ void run_task_avx2(const Task& t) {
     // scores into weights p = exp(s - m) (0 where masked) in place.
     for (int64_t a = 0; a < n_active; ++a) {
       const int64_t r = w.active[static_cast<size_t>(a)];
-      const __m256i lo = _mm256_set1_epi32(static_cast<int>(std::max(t.row_lo(r), k0) - k0));
-      const __m256i hi = _mm256_set1_epi32(static_cast<int>(std::min(t.row_hi(r), k0 + n) - k0));
+      const __m256i lo = _mm256_set1_epi32(static_cast<int>(std::max(row_lo[r], k0) - k0));
+      const __m256i hi = _mm256_set1_epi32(static_cast<int>(std::min(row_hi[r], k0 + n) - k0));
       float* s = w.s + r * kTile;
       __m256 vmax = neg_inf;
       __m256 masks[kTile / 8];
@@ -286,22 +295,22 @@ void run_task_avx2(const Task& t) {
                     r2 = w.active[static_cast<size_t>(i + 2)];
       const float* p[3] = {w.s + r0 * kTile, w.s + r1 * kTile, w.s + r2 * kTile};
       float* acc[3] = {w.acc + r0 * D, w.acc + r1 * D, w.acc + r2 * D};
-      const int64_t t0 = std::min({t.row_lo(r0), t.row_lo(r1), t.row_lo(r2)});
-      const int64_t t1 = std::max({t.row_hi(r0), t.row_hi(r1), t.row_hi(r2)});
+      const int64_t t0 = std::min({row_lo[r0], row_lo[r1], row_lo[r2]});
+      const int64_t t1 = std::max({row_hi[r0], row_hi[r1], row_hi[r2]});
       accumulate_rows<3>(p, w.tile, D, std::max(t0, k0) - k0, std::min(t1, k0 + n) - k0, acc);
     }
     for (; i + 2 <= n_active; i += 2) {
       const int64_t r0 = w.active[static_cast<size_t>(i)], r1 = w.active[static_cast<size_t>(i + 1)];
       const float* p[2] = {w.s + r0 * kTile, w.s + r1 * kTile};
       float* acc[2] = {w.acc + r0 * D, w.acc + r1 * D};
-      const int64_t t0 = std::min(t.row_lo(r0), t.row_lo(r1)), t1 = std::max(t.row_hi(r0), t.row_hi(r1));
+      const int64_t t0 = std::min(row_lo[r0], row_lo[r1]), t1 = std::max(row_hi[r0], row_hi[r1]);
       accumulate_rows<2>(p, w.tile, D, std::max(t0, k0) - k0, std::min(t1, k0 + n) - k0, acc);
     }
     if (i < n_active) {
       const int64_t r = w.active[static_cast<size_t>(i)];
       const float* p[1] = {w.s + r * kTile};
       float* acc[1] = {w.acc + r * D};
-      accumulate_rows<1>(p, w.tile, D, std::max(t.row_lo(r), k0) - k0, std::min(t.row_hi(r), k0 + n) - k0, acc);
+      accumulate_rows<1>(p, w.tile, D, std::max(row_lo[r], k0) - k0, std::min(row_hi[r], k0 + n) - k0, acc);
     }
   }
 
