@@ -42,14 +42,11 @@ void linear(ThreadPool& pool, const quant::QMatrix& W, const float* X, int64_t n
 void linear_many(ThreadPool& pool, std::initializer_list<std::pair<const quant::QMatrix*, float*>> outs, const float* X,
                  int64_t n, bool batch_invariant) {
   if (n == 1) {
+    // dot_kernels = batch_invariant: the types' own dots (only F32 has another, faster path).
     quant::GemvOutput o[4];
     size_t i = 0;
-    bool has_f32 = false;
-    for (const auto& [W, Y] : outs) {
-      o[i++] = {*W, Y};
-      has_f32 |= W->type == gguf::GgmlType::F32;
-    }
-    quant::gemv_many(pool, std::span(o, i), X, batch_invariant && has_f32);
+    for (const auto& [W, Y] : outs) o[i++] = {*W, Y};
+    quant::gemv_many(pool, std::span(o, i), X, batch_invariant);
     return;
   }
   for (const auto& [W, Y] : outs) linear(pool, *W, X, n, Y, batch_invariant);

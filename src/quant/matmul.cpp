@@ -159,7 +159,7 @@ void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
   if (M == 0 || W.rows == 0) return;
   SQZ_CHECK(p.X != nullptr && p.Y != nullptr, "gemm: null buffer");
   if (t.type == GgmlType::F32 && !dot_tile_only) {
-    // f32 weights: the f32 GEMM (OpenBLAS for large products) beats a dot-based tile.
+    // f32 weights: the f32 GEMM (packed panels for large products) beats a dot-based tile.
     kernels::cpu::gemm_nt(pool, p.X, ldx, static_cast<const float*>(W.data), K, p.Y, ldy, M, W.rows, K);
     return;
   }

@@ -48,18 +48,19 @@ struct GemmParams {
   const QuantTraits* kernels = nullptr;  // null = active ISA
   // Every M through the quantized dot tile (F32 weights too): each row's result is then
   // independent of M and of the other rows, bit-identical to gemv() with the same kernels
-  // (batched serving and speculative verification rely on it). Costs the BLAS speed of
-  // large batches.
+  // (batched serving and speculative verification rely on it). Costs the packed f32
+  // GEMM's speed on large batches.
   bool batch_invariant = false;
 };
 
-// From this batch size on, gemm() without explicit kernels dequantizes weight panels to
-// f32 and uses the BLAS (activations stay f32); below it, the quantized dot tile runs.
+// From this batch size on, gemm() without explicit kernels dequantizes the weights to f32
+// straight into the packed GEMM's panels (kernels::cpu::gemm_packed; activations stay
+// f32); below it, the quantized dot tile runs.
 inline constexpr int64_t kDequantizedGemmMinBatch = 16;
 
 // Y = X · Wᵀ. Each X row is quantized once; weight rows are split into tiles over the
 // pool, and each weight block is decoded once for up to kMaxDotRows tokens. F32 weights
-// without explicit kernels go to kernels::cpu::gemm_nt (OpenBLAS for large products).
+// without explicit kernels go to kernels::cpu::gemm_nt (the packed GEMM for large products).
 void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p);
 
 }  // namespace squeeze::quant

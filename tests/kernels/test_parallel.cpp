@@ -1,4 +1,4 @@
-// tests/kernels/test_parallel.cpp — threaded GEMV/GEMM (own tile and BLAS) vs float64.
+// tests/kernels/test_parallel.cpp — threaded GEMV/GEMM (own tile, packed panels and BLAS) vs float64.
 #include <gtest/gtest.h>
 
 #include <cmath>

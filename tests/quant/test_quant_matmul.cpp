@@ -142,7 +142,7 @@ TEST_P(Matmul, BatchedGemmOnDequantizedWeightsWithinSummationBound) {
 
 TEST_P(Matmul, BatchInvariantGemmRowsEqualGemvAtEveryBatchSize) {
   // batch_invariant: a row's result must not depend on the batch it rides in (batched
-  // serving returns what a request alone returns), here up to past the BLAS threshold.
+  // serving returns what a request alone returns), here up to past the dequantized-GEMM threshold.
   const GgmlType type = GetParam();
   const Problem p = make_problem(type, 53, 512);
   const QuantTraits& t = traits(type);
@@ -166,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Types, Matmul,
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 TEST(MatmulF32, DefaultGemmUsesF32PathWithinSummationBound) {
-  // F32 weights without explicit kernels take kernels::cpu::gemm_nt (BLAS for large
+  // F32 weights without explicit kernels take kernels::cpu::gemm_nt (packed GEMM for large
   // products): any summation order stays within Higham's γ_K·Σ|w||x|.
   const Problem p = make_problem(GgmlType::F32, 70, 300);
   const int64_t M = 33;
