@@ -22,6 +22,9 @@ struct CpuFeatures {
 
   bool has_avx2_fma() const { return avx2 && fma && f16c; }
   bool has_avx512() const { return avx512f && avx512bw && avx512vl && avx512dq; }
+  // What squeeze's AVX-512 kernels need: F/BW/VL/DQ and VNNI, next to the AVX2 set whose
+  // element-wise kernels the AVX-512 table keeps.
+  bool has_avx512_vnni() const { return has_avx2_fma() && has_avx512() && avx512_vnni; }
   std::string describe() const;  // "avx2 fma f16c bmi2, 2 cores"
 };
 

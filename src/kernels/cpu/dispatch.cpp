@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -11,12 +12,13 @@ namespace squeeze::kernels::cpu {
 
 // Defined in the ISA translation units that this build compiled.
 const Ops& avx2_ops();
+const Ops& avx512_ops();
 
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Scalar: return "scalar";
     case Isa::Avx2: return "avx2+fma";
-    case Isa::Avx512: return "avx512";
+    case Isa::Avx512: return "avx512+vnni";
   }
   return "?";
 }
@@ -24,8 +26,8 @@ const char* isa_name(Isa isa) {
 namespace {
 
 // Every kernel table this build has, worst to best: the only values SQUEEZE_ISA accepts
-// (by short name or by isa_name). An ISA without an entry has no table (AVX-512 CPUs run
-// the AVX2 one); adding a table is adding its entry here, which also makes it selectable.
+// (by short name or by isa_name). Adding a table is adding its entry here, which also
+// makes it selectable.
 struct Table {
   Isa isa;
   const char* env_name;
@@ -35,6 +37,7 @@ struct Table {
 const Table kTables[] = {
     {Isa::Scalar, "scalar", reference_ops, [] { return true; }},
     {Isa::Avx2, "avx2", avx2_ops, [] { return cpu_features().has_avx2_fma(); }},
+    {Isa::Avx512, "avx512", avx512_ops, [] { return cpu_features().has_avx512_vnni(); }},
 };
 
 std::string table_names() {
@@ -65,6 +68,13 @@ const Ops* ops_for(Isa isa) {
   for (const Table& t : kTables)
     if (t.isa == isa) return t.supported() ? &t.get() : nullptr;
   return nullptr;  // no table for this ISA in this build
+}
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> isas;
+  for (const Table& t : kTables)
+    if (t.supported()) isas.push_back(t.isa);
+  return isas;
 }
 
 const Ops& ops() {

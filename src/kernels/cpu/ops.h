@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace squeeze::kernels::cpu {
 
@@ -72,8 +73,12 @@ struct Ops {
 const Ops& reference_ops();
 // The table for `isa`, or nullptr when this build or this CPU lacks it.
 const Ops* ops_for(Isa isa);
-// The best table this CPU supports; chosen once. SQUEEZE_ISA=scalar|avx2 (the tables this
-// build has) overrides; any other value, or a table this CPU cannot run, is an error.
+// Every ISA this build has a table for and this CPU can run, worst to best (what the
+// kernel tests iterate over).
+std::vector<Isa> available_isas();
+// The best table this CPU supports; chosen once. SQUEEZE_ISA=scalar|avx2|avx512 (the
+// tables this build has) forces a lower one; any other value, or a table this CPU cannot
+// run, is an error. The quantized kernels (quant/traits.h) follow the same choice.
 const Ops& ops();
 Isa active_isa();
 const char* active_isa_name();
