@@ -160,7 +160,7 @@ const bool kRegistered = [] {
       benchmark::RegisterBenchmark(("Gemm/" + name + "/M" + std::to_string(M)).c_str(), BM_Gemm, type, M)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
-    for (auto isa : {quant::Isa::Scalar, quant::Isa::Avx2})
+    for (auto isa : kernels::cpu::available_isas())
       benchmark::RegisterBenchmark(("Dot/" + name + "/" + kernels::cpu::isa_name(isa)).c_str(), BM_Dot, type, isa);
   }
   return true;

@@ -66,6 +66,18 @@ void avx2_tile_q4_0(int64_t n, const void* w, int64_t ws, int nr, const void* a,
 void avx2_tile_q4_1(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
 void avx2_tile_q5_0(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
 void avx2_tile_q5_1(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
+// ---- AVX-512 (F/BW/VL/DQ + VNNI), dot_avx512.cpp; the other types keep their AVX2 kernels ----
+#define SQZ_QUANT_AVX512_DECL(T)                                \
+  float avx512_dot_##T(int64_t n, const void* w, const void* a); \
+  void avx512_multi_##T(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out);
+SQZ_QUANT_AVX512_DECL(f32)
+SQZ_QUANT_AVX512_DECL(f16)
+SQZ_QUANT_AVX512_DECL(bf16)
+SQZ_QUANT_AVX512_DECL(q8_0)
+SQZ_QUANT_AVX512_DECL(q4_k)
+SQZ_QUANT_AVX512_DECL(q5_k)
+SQZ_QUANT_AVX512_DECL(q6_k)
+#undef SQZ_QUANT_AVX512_DECL
 void avx2_quantize_act_q8_0(const float* x, void* dst, int64_t n);
 void avx2_quantize_act_q8_k(const float* x, void* dst, int64_t n);
 // dequant_avx2.cpp: bit-identical to ref_dequantize_q4_k / ref_dequantize_q6_k.

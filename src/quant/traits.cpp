@@ -63,6 +63,33 @@ const std::array kAvx2{
                 avx2_quantize_act_q8_k, nullptr, nullptr},
 };
 
+// AVX-512: the AVX2 table with the types dot_avx512.cpp has replaced (the 4-/5-bit
+// 32-element types keep their AVX2 row groups and micro-tiles).
+const std::array<QuantTraits, kAvx2.size()> kAvx512 = [] {
+  auto table = kAvx2;
+  for (QuantTraits& t : table) {
+    t.isa = Isa::Avx512;
+    auto use = [&t](float (*dot)(int64_t, const void*, const void*),
+                    void (*multi)(int64_t, const void*, const void*, int64_t, int, float*)) {
+      t.vec_dot = dot;
+      t.dot_multi = multi;
+      t.dot_wrows = nullptr;
+      t.dot_tile = nullptr;
+    };
+    switch (t.type) {
+      case GgmlType::F32: use(avx512_dot_f32, avx512_multi_f32); break;
+      case GgmlType::F16: use(avx512_dot_f16, avx512_multi_f16); break;
+      case GgmlType::BF16: use(avx512_dot_bf16, avx512_multi_bf16); break;
+      case GgmlType::Q8_0: use(avx512_dot_q8_0, avx512_multi_q8_0); break;
+      case GgmlType::Q4_K: use(avx512_dot_q4_k, avx512_multi_q4_k); break;
+      case GgmlType::Q5_K: use(avx512_dot_q5_k, avx512_multi_q5_k); break;
+      case GgmlType::Q6_K: use(avx512_dot_q6_k, avx512_multi_q6_k); break;
+      default: break;
+    }
+  }
+  return table;
+}();
+
 template <size_t N>
 const QuantTraits* find(const std::array<QuantTraits, N>& table, GgmlType type) {
   for (const auto& t : table)
@@ -76,14 +103,14 @@ const QuantTraits* traits_for(GgmlType type, Isa isa) {
   switch (isa) {
     case Isa::Scalar: return find(kScalar, type);
     case Isa::Avx2: return cpu_features().has_avx2_fma() ? find(kAvx2, type) : nullptr;
-    case Isa::Avx512: return nullptr;  // AVX2 kernels run on AVX-512 CPUs
+    case Isa::Avx512: return cpu_features().has_avx512_vnni() ? find(kAvx512, type) : nullptr;
   }
   return nullptr;
 }
 
 const QuantTraits& traits(GgmlType type) {
   // Fixed once, from the f32 kernels' choice (SQUEEZE_ISA applies to both).
-  static const Isa isa = kernels::cpu::active_isa() == Isa::Scalar ? Isa::Scalar : Isa::Avx2;
+  static const Isa isa = kernels::cpu::active_isa();
   const QuantTraits* t = traits_for(type, isa);
   if (!t) t = traits_for(type, Isa::Scalar);
   if (!t) {

@@ -8,9 +8,19 @@
 #include <vector>
 
 #include "quant/blocks.h"
+#include "kernels/cpu/ops.h"
 #include "quant/traits.h"
 
 namespace squeeze::test {
+
+// Every kernel ISA this CPU runs (scalar first), and the SIMD ones among them: the quant
+// tests compare each against the scalar reference.
+inline std::vector<kernels::cpu::Isa> all_isas() { return kernels::cpu::available_isas(); }
+inline std::vector<kernels::cpu::Isa> simd_isas() {
+  auto isas = all_isas();
+  isas.erase(isas.begin());
+  return isas;
+}
 
 using quant::GgmlType;
 

@@ -18,7 +18,7 @@ using test::gaussian;
 using test::heavy_tailed;
 
 TEST(QuantTraits, GeometryMatchesGgufTypeTable) {
-  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+  for (Isa isa : test::all_isas()) {
     for (GgmlType type : supported_types()) {
       const QuantTraits* t = traits_for(type, isa);
       if (!t) continue;  // AVX2 absent on this CPU

@@ -62,10 +62,9 @@ double dot_bound(const QuantTraits& t, int64_t n, double magnitude) {
 
 class Dot : public ::testing::TestWithParam<GgmlType> {};
 
-TEST_P(Dot, Avx2MatchesScalarAndFloat64) {
+TEST_P(Dot, SimdMatchesScalarAndFloat64) {
   const GgmlType type = GetParam();
   const QuantTraits& ref = *traits_for(type, Isa::Scalar);
-  const QuantTraits* simd = traits_for(type, Isa::Avx2);
   const QuantTraits& act_src = *traits_for(ref.dot_type == GgmlType::F32 ? GgmlType::Q8_0 : ref.dot_type, Isa::Scalar);
   std::vector<int64_t> sizes{256, 512, 4096 + 256, 11008};
   // 1 block, odd block counts (3, 11, 129), a large row (344 blocks above).
@@ -77,18 +76,20 @@ TEST_P(Dot, Avx2MatchesScalarAndFloat64) {
       const double bound = dot_bound(ref, n, c.magnitude);
       const float r = ref.vec_dot(n, c.w.data(), c.a.data());
       EXPECT_NEAR(r, c.exact, bound) << ref.name << " scalar n=" << n;
-      if (!simd) continue;
-      const float s = simd->vec_dot(n, c.w.data(), c.a.data());
-      EXPECT_NEAR(s, c.exact, bound) << ref.name << " avx2 n=" << n;
-      // Both within `bound` of the exact sum, so within 2·bound of each other.
-      EXPECT_NEAR(s, r, 2 * bound) << ref.name << " avx2 vs scalar n=" << n;
+      for (Isa isa : test::simd_isas()) {
+        const QuantTraits* simd = traits_for(type, isa);
+        const float s = simd->vec_dot(n, c.w.data(), c.a.data());
+        EXPECT_NEAR(s, c.exact, bound) << ref.name << " " << isa_name(isa) << " n=" << n;
+        // Both within `bound` of the exact sum, so within 2·bound of each other.
+        EXPECT_NEAR(s, r, 2 * bound) << ref.name << " " << isa_name(isa) << " vs scalar n=" << n;
+      }
     }
   }
 }
 
 TEST_P(Dot, MultiRowEqualsSingleRow) {
   const GgmlType type = GetParam();
-  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+  for (Isa isa : test::all_isas()) {
     const QuantTraits* t = traits_for(type, isa);
     if (!t) continue;
     const QuantTraits& act_src = *traits_for(t->dot_type == GgmlType::F32 ? GgmlType::Q8_0 : t->dot_type, Isa::Scalar);
@@ -117,29 +118,31 @@ TEST_P(Dot, MultiRowEqualsSingleRow) {
 // rows, every result bit-identical to vec_dot of that pair, at every tail length.
 TEST_P(Dot, TileEqualsSingleRow) {
   const GgmlType type = GetParam();
-  const QuantTraits* t = traits_for(type, Isa::Avx2);
-  if (!t || !t->dot_tile) GTEST_SKIP() << "no dot_tile for " << traits(type).name;
-  const QuantTraits& act_src = *traits_for(t->dot_type, Isa::Scalar);
-  for (const int64_t blocks : {32, 33, 34, 35, 5, 1}) {
-    const int64_t n = blocks * t->block_size;
-    SCOPED_TRACE(n);
-    DotCase cases[kMaxDotRows];
-    for (auto& c : cases) c = make_case(type, n, act_src);
-    const size_t ws = cases[0].w.size() + 40, as = cases[0].a.size() + 24;
-    std::vector<uint8_t> w(ws * kMaxDotRows), a(as * kMaxDotRows);
-    for (int i = 0; i < kMaxDotRows; ++i) {
-      std::memcpy(w.data() + i * ws, cases[i].w.data(), cases[i].w.size());
-      std::memcpy(a.data() + i * as, cases[i].a.data(), cases[i].a.size());
-    }
-    for (int nr = 1; nr <= kMaxDotRows; ++nr)
-      for (int nt = 1; nt <= kMaxDotRows; ++nt) {
-        float out[kMaxDotRows * kMaxDotRows];
-        t->dot_tile(n, w.data(), static_cast<int64_t>(ws), nr, a.data(), static_cast<int64_t>(as), nt, out);
-        for (int r = 0; r < nr; ++r)
-          for (int i = 0; i < nt; ++i)
-            ASSERT_EQ(out[r * nt + i], t->vec_dot(n, cases[r].w.data(), cases[i].a.data()))
-                << t->name << " nr=" << nr << " nt=" << nt << " r=" << r << " t=" << i;
+  for (Isa isa : test::simd_isas()) {
+    const QuantTraits* t = traits_for(type, isa);
+    if (!t->dot_tile) continue;
+    const QuantTraits& act_src = *traits_for(t->dot_type, Isa::Scalar);
+    for (const int64_t blocks : {32, 33, 34, 35, 5, 1}) {
+      const int64_t n = blocks * t->block_size;
+      SCOPED_TRACE(n);
+      DotCase cases[kMaxDotRows];
+      for (auto& c : cases) c = make_case(type, n, act_src);
+      const size_t ws = cases[0].w.size() + 40, as = cases[0].a.size() + 24;
+      std::vector<uint8_t> w(ws * kMaxDotRows), a(as * kMaxDotRows);
+      for (int i = 0; i < kMaxDotRows; ++i) {
+        std::memcpy(w.data() + i * ws, cases[i].w.data(), cases[i].w.size());
+        std::memcpy(a.data() + i * as, cases[i].a.data(), cases[i].a.size());
       }
+      for (int nr = 1; nr <= kMaxDotRows; ++nr)
+        for (int nt = 1; nt <= kMaxDotRows; ++nt) {
+          float out[kMaxDotRows * kMaxDotRows];
+          t->dot_tile(n, w.data(), static_cast<int64_t>(ws), nr, a.data(), static_cast<int64_t>(as), nt, out);
+          for (int r = 0; r < nr; ++r)
+            for (int i = 0; i < nt; ++i)
+              ASSERT_EQ(out[r * nt + i], t->vec_dot(n, cases[r].w.data(), cases[i].a.data()))
+                  << t->name << " nr=" << nr << " nt=" << nt << " r=" << r << " t=" << i;
+        }
+    }
   }
 }
 
@@ -148,29 +151,31 @@ TEST_P(Dot, TileEqualsSingleRow) {
 // block counts that leave every tail length of the 4-block step (1, 2, 3, 4, 5, 11, 129).
 TEST_P(Dot, WeightRowGroupsEqualSingleRow) {
   const GgmlType type = GetParam();
-  const QuantTraits* t = traits_for(type, Isa::Avx2);
-  if (!t || !t->dot_wrows) GTEST_SKIP() << "no row-group kernel";
-  const QuantTraits& act_src = *traits_for(t->dot_type, Isa::Scalar);
-  for (const int64_t blocks : {1, 2, 3, 4, 5, 11, 129}) {  // every tail of the 4-block steps
-    const int64_t n = blocks * t->block_size;
-    DotCase rows[kMaxDotRows];
-    for (auto& r : rows) r = make_case(type, n, act_src);
-    const size_t stride = rows[0].w.size() + 20;  // rows not packed back to back
-    std::vector<uint8_t> packed(stride * kMaxDotRows);
-    for (int i = 0; i < kMaxDotRows; ++i) std::memcpy(packed.data() + i * stride, rows[i].w.data(), rows[i].w.size());
-    for (int nr = 1; nr <= kMaxDotRows; ++nr) {
-      float out[kMaxDotRows];
-      t->dot_wrows(n, packed.data(), static_cast<int64_t>(stride), nr, rows[0].a.data(), out);
-      for (int i = 0; i < nr; ++i) {
-        EXPECT_EQ(out[i], t->vec_dot(n, rows[i].w.data(), rows[0].a.data())) << t->name << " n=" << n << " nr=" << nr;
-        const float r = traits_for(type, Isa::Scalar)->vec_dot(n, rows[i].w.data(), rows[0].a.data());
-        double exact = 0, mag = 0;
-        const auto off = test::code_zero_offsets(type, rows[i].w.data(), n);
-        for (int64_t j = 0; j < n; ++j) {
-          exact += static_cast<double>(rows[i].wf[j]) * rows[0].af[j];
-          mag += (std::fabs(rows[i].wf[j]) + 2.0 * std::fabs(off[j])) * std::fabs(rows[0].af[j]);
+  for (Isa isa : test::simd_isas()) {
+    const QuantTraits* t = traits_for(type, isa);
+    if (!t->dot_wrows) continue;
+    const QuantTraits& act_src = *traits_for(t->dot_type, Isa::Scalar);
+    for (const int64_t blocks : {1, 2, 3, 4, 5, 11, 129}) {  // every tail of the 4-block steps
+      const int64_t n = blocks * t->block_size;
+      DotCase rows[kMaxDotRows];
+      for (auto& r : rows) r = make_case(type, n, act_src);
+      const size_t stride = rows[0].w.size() + 20;  // rows not packed back to back
+      std::vector<uint8_t> packed(stride * kMaxDotRows);
+      for (int i = 0; i < kMaxDotRows; ++i) std::memcpy(packed.data() + i * stride, rows[i].w.data(), rows[i].w.size());
+      for (int nr = 1; nr <= kMaxDotRows; ++nr) {
+        float out[kMaxDotRows];
+        t->dot_wrows(n, packed.data(), static_cast<int64_t>(stride), nr, rows[0].a.data(), out);
+        for (int i = 0; i < nr; ++i) {
+          EXPECT_EQ(out[i], t->vec_dot(n, rows[i].w.data(), rows[0].a.data())) << t->name << " n=" << n << " nr=" << nr;
+          const float r = traits_for(type, Isa::Scalar)->vec_dot(n, rows[i].w.data(), rows[0].a.data());
+          double exact = 0, mag = 0;
+          const auto off = test::code_zero_offsets(type, rows[i].w.data(), n);
+          for (int64_t j = 0; j < n; ++j) {
+            exact += static_cast<double>(rows[i].wf[j]) * rows[0].af[j];
+            mag += (std::fabs(rows[i].wf[j]) + 2.0 * std::fabs(off[j])) * std::fabs(rows[0].af[j]);
+          }
+          EXPECT_NEAR(out[i], r, 2 * dot_bound(*t, n, mag)) << t->name << " n=" << n << " nr=" << nr;
         }
-        EXPECT_NEAR(out[i], r, 2 * dot_bound(*t, n, mag)) << t->name << " n=" << n << " nr=" << nr;
       }
     }
   }
@@ -180,11 +185,9 @@ TEST_P(Dot, WeightRowGroupsEqualSingleRow) {
 // random (Q8_0 codes include -128), only the f16 fields kept finite.
 class DotBlocks : public ::testing::TestWithParam<GgmlType> {};
 
-TEST_P(DotBlocks, ArbitraryBlocksAvx2MatchesScalar) {
+TEST_P(DotBlocks, ArbitraryBlocksSimdMatchesScalar) {
   const GgmlType type = GetParam();
   const QuantTraits& ref = *traits_for(type, Isa::Scalar);
-  const QuantTraits* simd = traits_for(type, Isa::Avx2);
-  if (!simd) GTEST_SKIP() << "no AVX2 on this CPU";
   const int64_t n = 4096 + 256;
   std::uniform_int_distribution<int> byte(0, 255);
   std::normal_distribution<float> g(0.0f, 0.01f);
@@ -214,9 +217,10 @@ TEST_P(DotBlocks, ArbitraryBlocksAvx2MatchesScalar) {
       mag += (std::fabs(wf[i]) + 2.0 * std::fabs(off[i])) * std::fabs(af[i]);
     }
     const double bound = dot_bound(ref, n, mag);
-    const float r = ref.vec_dot(n, w.data(), a.data()), v = simd->vec_dot(n, w.data(), a.data());
+    const float r = ref.vec_dot(n, w.data(), a.data());
     EXPECT_NEAR(r, exact, bound) << ref.name;
-    EXPECT_NEAR(v, exact, bound) << ref.name;
+    for (Isa isa : test::simd_isas())
+      EXPECT_NEAR(traits_for(type, isa)->vec_dot(n, w.data(), a.data()), exact, bound) << ref.name << " " << isa_name(isa);
   }
 }
 
@@ -231,18 +235,19 @@ INSTANTIATE_TEST_SUITE_P(Types, DotBlocks,
                                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
-TEST(ActivationQuant, Avx2BytesEqualScalar) {
+TEST(ActivationQuant, SimdBytesEqualScalar) {
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_K}) {
     const QuantTraits* ref = traits_for(type, Isa::Scalar);
-    const QuantTraits* simd = traits_for(type, Isa::Avx2);
-    if (!simd) GTEST_SKIP() << "no AVX2";
-    for (int64_t n : {256, 4096 + 256}) {
-      auto x = test::heavy_tailed(n);
-      x[5] = 0.0f;
-      std::vector<uint8_t> a(row_bytes(type, n)), b(a.size());
-      ref->quantize_act_row(x.data(), a.data(), n);
-      simd->quantize_act_row(x.data(), b.data(), n);
-      EXPECT_EQ(a, b) << ref->name;
+    for (Isa isa : test::simd_isas()) {
+      const QuantTraits* simd = traits_for(type, isa);
+      for (int64_t n : {256, 4096 + 256}) {
+        auto x = test::heavy_tailed(n);
+        x[5] = 0.0f;
+        std::vector<uint8_t> a(row_bytes(type, n)), b(a.size());
+        ref->quantize_act_row(x.data(), a.data(), n);
+        simd->quantize_act_row(x.data(), b.data(), n);
+        EXPECT_EQ(a, b) << ref->name << " " << isa_name(isa);
+      }
     }
   }
 }
@@ -279,40 +284,41 @@ namespace {
 TEST(Dequantize, EveryIsaIsBitIdenticalToTheReference) {
   for (GgmlType type : supported_types()) {
     const QuantTraits* ref = traits_for(type, Isa::Scalar);
-    const QuantTraits* simd = traits_for(type, Isa::Avx2);
-    if (!simd) GTEST_SKIP() << "no AVX2 on this CPU";
-    const int64_t n = 4 * ref->block_size * (ref->block_size == 1 ? 64 : 1);
-    for (int variant = 0; variant < 2; ++variant) {
-      std::vector<uint8_t> row(static_cast<size_t>(row_bytes(type, n)));
-      if (variant == 0) {
-        const auto x = test::gaussian(n);
-        ref->quantize_row(x.data(), row.data(), n, nullptr);
-      } else {
-        for (auto& byte : row) byte = static_cast<uint8_t>(test::qrng()());
-        if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
-          const auto x = test::gaussian(n);  // raw bytes would be NaNs and infinities
+    for (Isa isa : test::simd_isas()) {
+      const QuantTraits* simd = traits_for(type, isa);
+      const int64_t n = 4 * ref->block_size * (ref->block_size == 1 ? 64 : 1);
+      for (int variant = 0; variant < 2; ++variant) {
+        std::vector<uint8_t> row(static_cast<size_t>(row_bytes(type, n)));
+        if (variant == 0) {
+          const auto x = test::gaussian(n);
           ref->quantize_row(x.data(), row.data(), n, nullptr);
         } else {
-          // finite f16 scales: clear the top exponent bit of every 16-bit field that holds one
-          const auto x = test::gaussian(n);
-          std::vector<uint8_t> good(row.size());
-          ref->quantize_row(x.data(), good.data(), n, nullptr);
-          for (size_t b = 0; b < row.size(); b += static_cast<size_t>(ref->block_bytes)) {
-            // keep the quantizer's scale fields (d, dmin) and randomise only the codes
-            const bool two_fields = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 ||
-                                    type == GgmlType::Q5_1;
-            const size_t scale_bytes = type == GgmlType::Q6_K ? 0 : two_fields ? 4 : 2;
-            std::memcpy(row.data() + b, good.data() + b, scale_bytes);
-            if (type == GgmlType::Q6_K) std::memcpy(row.data() + b + 208, good.data() + b + 208, 2);
+          for (auto& byte : row) byte = static_cast<uint8_t>(test::qrng()());
+          if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
+            const auto x = test::gaussian(n);  // raw bytes would be NaNs and infinities
+            ref->quantize_row(x.data(), row.data(), n, nullptr);
+          } else {
+            // finite f16 scales: clear the top exponent bit of every 16-bit field that holds one
+            const auto x = test::gaussian(n);
+            std::vector<uint8_t> good(row.size());
+            ref->quantize_row(x.data(), good.data(), n, nullptr);
+            for (size_t b = 0; b < row.size(); b += static_cast<size_t>(ref->block_bytes)) {
+              // keep the quantizer's scale fields (d, dmin) and randomise only the codes
+              const bool two_fields = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 ||
+                                      type == GgmlType::Q5_1;
+              const size_t scale_bytes = type == GgmlType::Q6_K ? 0 : two_fields ? 4 : 2;
+              std::memcpy(row.data() + b, good.data() + b, scale_bytes);
+              if (type == GgmlType::Q6_K) std::memcpy(row.data() + b + 208, good.data() + b + 208, 2);
+            }
           }
         }
+        std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+        ref->dequantize_row(row.data(), a.data(), n);
+        simd->dequantize_row(row.data(), b.data(), n);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(a[static_cast<size_t>(i)]), std::bit_cast<uint32_t>(b[static_cast<size_t>(i)]))
+              << ref->name << " " << isa_name(isa) << " variant " << variant << " element " << i;
       }
-      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
-      ref->dequantize_row(row.data(), a.data(), n);
-      simd->dequantize_row(row.data(), b.data(), n);
-      for (int64_t i = 0; i < n; ++i)
-        ASSERT_EQ(std::bit_cast<uint32_t>(a[static_cast<size_t>(i)]), std::bit_cast<uint32_t>(b[static_cast<size_t>(i)]))
-            << ref->name << " variant " << variant << " element " << i;
     }
   }
 }

@@ -65,7 +65,7 @@ TEST_P(Matmul, GemvMatchesDotAndFloat64) {
   const GgmlType type = GetParam();
   const Problem p = make_problem(type, 67, 1024 + 256);
   const auto x = test::gaussian(p.cols);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+  for (Isa isa : test::all_isas()) {
     const QuantTraits* t = traits_for(type, isa);
     if (!t) continue;
     std::vector<float> y(p.rows);
@@ -94,7 +94,7 @@ TEST_P(Matmul, GemmMatchesDotAndFloat64) {
   for (const int64_t M : {1, 3, 4, 9}) {
     const int64_t ldx = p.cols + 3, ldy = p.rows + 5;
     const auto X = test::gaussian(M * ldx);
-    for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+    for (Isa isa : test::all_isas()) {
       const QuantTraits* t = traits_for(type, isa);
       if (!t) continue;
       std::vector<float> Y(M * ldy, -7.0f);

@@ -56,7 +56,7 @@ TEST(Q4Q5Layout, DequantizeFollowsGgmlBitOrder) {
       const float d = 0.375f, m = -1.25f;  // both exact in f16
       const auto block = pack_block(c, d, m, q);
       ASSERT_EQ(static_cast<int64_t>(block.size()), traits(c.type).block_bytes);
-      for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+      for (Isa isa : test::all_isas()) {
         const QuantTraits* t = traits_for(c.type, isa);
         if (!t) continue;
         float y[kQK];

@@ -52,6 +52,10 @@ bool attention_isa_available(Isa isa) {
   return false;
 }
 
+const char* attention_kernel_name() {
+  return active_isa() != Isa::Scalar && attention_isa_available(Isa::Avx2) ? isa_name(Isa::Avx2) : isa_name(Isa::Scalar);
+}
+
 namespace {
 
 // A view is usable when every position it claims to hold maps to an existing block.

@@ -108,5 +108,8 @@ void attention_reference(const AttentionParams& params, const KvLayerView& kv, c
 
 // Variant names available on this CPU for the attention kernel (tests iterate these).
 bool attention_isa_available(Isa isa);
+// The ISA of the attention kernel the active table runs for head dims that are multiples
+// of 8 (AVX-512 CPUs run the AVX2 kernel: no 512-bit attention kernel yet).
+const char* attention_kernel_name();
 
 }  // namespace squeeze::kernels::cpu

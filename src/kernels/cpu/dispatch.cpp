@@ -23,6 +23,15 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+const char* isa_env_name(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
 namespace {
 
 // Every kernel table this build has, worst to best: the only values SQUEEZE_ISA accepts
@@ -35,9 +44,9 @@ struct Table {
   bool (*supported)();  // this CPU can run it
 };
 const Table kTables[] = {
-    {Isa::Scalar, "scalar", reference_ops, [] { return true; }},
-    {Isa::Avx2, "avx2", avx2_ops, [] { return cpu_features().has_avx2_fma(); }},
-    {Isa::Avx512, "avx512", avx512_ops, [] { return cpu_features().has_avx512_vnni(); }},
+    {Isa::Scalar, isa_env_name(Isa::Scalar), reference_ops, [] { return true; }},
+    {Isa::Avx2, isa_env_name(Isa::Avx2), avx2_ops, [] { return cpu_features().has_avx2_fma(); }},
+    {Isa::Avx512, isa_env_name(Isa::Avx512), avx512_ops, [] { return cpu_features().has_avx512_vnni(); }},
 };
 
 std::string table_names() {

@@ -13,6 +13,8 @@ namespace squeeze::kernels::cpu {
 
 enum class Isa { Scalar, Avx2, Avx512 };
 const char* isa_name(Isa isa);
+// The short name SQUEEZE_ISA takes: scalar, avx2, avx512.
+const char* isa_env_name(Isa isa);
 
 // RoPE pairing: Normal rotates (x[2i], x[2i+1]) (llama); NeoX rotates (x[i], x[i + d/2]).
 enum class RopeStyle { Normal, NeoX };
