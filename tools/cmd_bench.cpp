@@ -54,7 +54,7 @@ int run_bench(int argc, char** argv) {
       .int_option({"-r", "--repetitions"}, "N", "repetitions of each test", {1, 1000000}, "3")
       .threads_option()
       .int_option({"-b", "--batch"}, "N", "prefill batch size", {1, squeeze::cli::kMaxBatch}, "512")
-      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .flag({"--csv"}, "print CSV rows instead of a table")
       .flag({"--profile"}, "after each tg test, the decode time per token by kind of op (adds clock reads)");
   if (!args.parse(argc, argv)) return 0;

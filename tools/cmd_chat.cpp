@@ -102,7 +102,7 @@ int run_chat(int argc, char** argv) {
       .threads_option()
       .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
-      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .flag({"--ignore-eos"}, "answers end only at -n or Ctrl-C, not at EOS / end-of-turn (tests, benchmarks)");
   add_sampling_options(args);
   if (!args.parse(argc, argv)) return 0;

@@ -55,7 +55,7 @@ int run_eval(int argc, char** argv) {
       .int_option({"--prompt-len"}, "N", "--sampled: prompt tokens taken from the text", {1, squeeze::cli::kMaxTokens}, "32")
       .int_option({"--gen-len"}, "N", "--sampled: tokens the model samples per prompt", {1, squeeze::cli::kMaxTokens}, "32")
       .int_option({"--seed"}, "N", "seed of the task items and the sampling", {0, squeeze::cli::kMaxSeed}, "1")
-      .option({"--kv"}, "TYPE", "KV cache type of the evaluated model: f16, bf16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type of the evaluated model: f16, bf16, f32 or q8_0", "f16")
       .option({"--json"}, "FILE", "also write the numbers as one JSON object")
       .threads_option();
   if (!args.parse(argc, argv)) return 0;

@@ -63,7 +63,7 @@ int run_generate(int argc, char** argv) {
       .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
       .option({"--stop"}, "TEXT", "stop when this text is generated")
-      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .option({"--dump"}, "DIR", "write every intermediate of the prompt's forward pass and its logits as .npy")
       .flag({"--ignore-eos"}, "keep generating past end-of-sequence (and end-of-turn)");
   add_sampling_options(args);

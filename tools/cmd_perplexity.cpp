@@ -39,7 +39,7 @@ int run_perplexity(int argc, char** argv) {
       .int_option({"-c", "--ctx"}, "N", "tokens per chunk", {4, squeeze::cli::kMaxTokens}, "512")
       .int_option({"--chunks"}, "N", "score at most N chunks (0: all)", {0, squeeze::cli::kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, squeeze::cli::kMaxBatch}, "64")
-      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .option({"--save-logits"}, "FILE", "write the scored log-probabilities (llama-perplexity --kl-divergence-base format)")
       .option({"--kl-base"}, "FILE", "compare with a saved log-probability file (its tokens are run; no -f)")
       .option({"--json"}, "FILE", "also write the final numbers as one JSON object")

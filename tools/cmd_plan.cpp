@@ -63,7 +63,7 @@ int run_plan(int argc, char** argv) {
   args.int_option({"-c", "--ctx"}, "N", "context length in tokens (default: the model's)", {1, squeeze::cli::kMaxTokens})
       .option({"--type"}, "TYPE", "weight type: Q4_K_M, Q4_K_S, Q5_K_M, Q6_K, Q8_0, F16, any ggml type, or bits per weight",
               "Q4_K_M")
-      .option({"--kv"}, "TYPE", "KV cache element type: f32, f16, bf16", "bf16")
+      .option({"--kv"}, "TYPE", "KV cache element type: f32, f16, bf16, q8_0", "bf16")
       .option({"--device"}, "SIZE", "device memory, e.g. 24GB, 24GiB, 80GB", "24GB")
       .int_option({"--headroom"}, "N", "ring slots per local layer beyond the window (0: the engine's max(batch, 64))", {0, squeeze::cli::kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch (activation estimate, default headroom)", {1, squeeze::cli::kMaxBatch}, "512");

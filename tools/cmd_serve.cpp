@@ -32,7 +32,7 @@ int run_serve(int argc, char** argv) {
       .int_option({"--timeout"}, "S", "idle connection / read timeout in seconds", {1, 3600}, "30")
       .option({"--api-key"}, "KEY", "require Authorization: Bearer KEY (or set SQUEEZE_API_KEY)")
       .option({"--reasoning-effort"}, "LEVEL", "default reasoning effort: low, medium, high or xhigh", "high")
-      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16 or f32", "f16")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .threads_option();
   if (!args.parse(argc, argv)) return 0;
   squeeze::serve::ServerParams p;

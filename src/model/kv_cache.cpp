@@ -10,7 +10,7 @@
 
 namespace squeeze::model {
 
-using kernels::cpu::kv_type_size;
+using kernels::cpu::kv_row_bytes;
 
 void KvCacheConfig::validate() const {
   SQZ_CHECK(n_kv_heads > 0, "KV cache: n_kv_heads must be positive, got ", n_kv_heads);
@@ -19,11 +19,14 @@ void KvCacheConfig::validate() const {
   SQZ_CHECK(context_limit > 0, "KV cache: context_limit must be positive, got ", context_limit);
   SQZ_CHECK(headroom >= 0, "KV cache: negative headroom ", headroom);
   SQZ_CHECK(chunk_slots > 0, "KV cache: chunk_slots must be positive, got ", chunk_slots);
-  SQZ_CHECK(type == KvType::F32 || type == KvType::F16 || type == KvType::BF16, "KV cache: unsupported type");
+  SQZ_CHECK(type == KvType::F32 || type == KvType::F16 || type == KvType::BF16 || type == KvType::Q8_0,
+            "KV cache: unsupported type");
+  SQZ_CHECK(kernels::cpu::kv_type_fits(type, head_dim), "KV cache: ", kernels::cpu::kv_type_name(type),
+            " needs head_dim % 32 == 0, this model's is ", head_dim, " (use --kv f16)");
   for (size_t i = 0; i < layer_windows.size(); ++i)
     SQZ_CHECK(layer_windows[i] >= 0, "KV cache: layer ", i, " has negative window ", layer_windows[i]);
   // Guard the byte arithmetic: a layer at the limit must fit in size_t comfortably.
-  const double bytes = 2.0 * n_kv_heads * head_dim * static_cast<double>(kv_type_size(type)) *
+  const double bytes = 2.0 * n_kv_heads * static_cast<double>(kv_row_bytes(type, head_dim)) *
                        static_cast<double>(context_limit + chunk_slots);
   SQZ_CHECK(bytes < 1e15, "KV cache: ", bytes, " bytes per layer is beyond any machine");
 }
@@ -33,7 +36,7 @@ int64_t KvCacheConfig::slots_at_limit(int64_t layer) const {
 }
 
 size_t KvCacheConfig::bytes_per_slot() const {
-  return 2 * static_cast<size_t>(n_kv_heads) * static_cast<size_t>(head_dim) * kv_type_size(type);
+  return 2 * static_cast<size_t>(n_kv_heads) * kv_row_bytes(type, head_dim);
 }
 
 size_t KvCacheConfig::bytes_at_limit() const {
@@ -111,9 +114,7 @@ void KvCache::append(int64_t layer, const KvRows& rows) {
   if (l.ring == 0)
     while (static_cast<int64_t>(l.blocks.size()) * l.block_slots < new_end) add_block(l);
 
-  const auto& ops = kernels::cpu::ops();
   const KvLayerView v = view(layer);
-  const size_t row_bytes = v.row_bytes();
   for (int64_t i = 0; i < rows.n; ++i) {
     const int64_t pos = l.end + i;
     for (int64_t h = 0; h < H; ++h) {
@@ -122,16 +123,8 @@ void KvCache::append(int64_t layer, const KvRows& rows) {
       auto* dv = const_cast<std::byte*>(run.v);
       const float* sk = rows.k + i * stride + h * D;
       const float* sv = rows.v + i * stride + h * D;
-      if (config_.type == KvType::F32) {
-        std::memcpy(dk, sk, row_bytes);
-        std::memcpy(dv, sv, row_bytes);
-      } else if (config_.type == KvType::F16) {
-        ops.f32_to_f16(sk, reinterpret_cast<uint16_t*>(dk), D);
-        ops.f32_to_f16(sv, reinterpret_cast<uint16_t*>(dv), D);
-      } else {
-        ops.f32_to_bf16(sk, reinterpret_cast<uint16_t*>(dk), D);
-        ops.f32_to_bf16(sv, reinterpret_cast<uint16_t*>(dv), D);
-      }
+      kernels::cpu::kv_encode_row(config_.type, sk, dk, D);
+      kernels::cpu::kv_encode_row(config_.type, sv, dv, D);
     }
   }
   l.end = new_end;
@@ -221,7 +214,6 @@ void KvCache::erase_layer(int64_t layer, int64_t p0, int64_t p1, const KeyShift&
         std::memcpy(dst + row, slot_ptr(h, p, true), row);
       }
   std::vector<float> widened(shift ? static_cast<size_t>(D) : 0);
-  const auto& ops = kernels::cpu::ops();
   for (int64_t p = p1; p < l.end; ++p)
     for (int64_t h = 0; h < H; ++h) {
       std::byte* k = slot_ptr(h, p - d, false);
@@ -237,14 +229,10 @@ void KvCache::erase_layer(int64_t layer, int64_t p0, int64_t p1, const KeyShift&
       if (shift) {
         if (config_.type == KvType::F32) {
           shift(layer, reinterpret_cast<float*>(k), p, p - d);
-        } else if (config_.type == KvType::F16) {
-          ops.f16_to_f32(reinterpret_cast<const uint16_t*>(k), widened.data(), D);
-          shift(layer, widened.data(), p, p - d);
-          ops.f32_to_f16(widened.data(), reinterpret_cast<uint16_t*>(k), D);
         } else {
-          ops.bf16_to_f32(reinterpret_cast<const uint16_t*>(k), widened.data(), D);
+          kernels::cpu::kv_decode_row(config_.type, k, widened.data(), D);
           shift(layer, widened.data(), p, p - d);
-          ops.f32_to_bf16(widened.data(), reinterpret_cast<uint16_t*>(k), D);
+          kernels::cpu::kv_encode_row(config_.type, widened.data(), k, D);
         }
       }
     }

@@ -13,7 +13,7 @@
 namespace squeeze::model {
 
 int64_t kv_bytes_per_token_layer(int64_t n_head_kv, int64_t head_dim, KvType t) {
-  return 2 * n_head_kv * head_dim * static_cast<int64_t>(kernels::cpu::kv_type_size(t));
+  return 2 * n_head_kv * static_cast<int64_t>(kernels::cpu::kv_row_bytes(t, head_dim));
 }
 
 KvSizes kv_sizes(const ModelConfig& c, int64_t n_head_kv, int64_t n_ctx, KvType t, int64_t headroom) {

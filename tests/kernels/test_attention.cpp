@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -36,38 +37,27 @@ struct TestKv {
     const int64_t slots = ring > 0 ? ring : n_pos;
     const int64_t n_blocks = std::max<int64_t>(1, (slots + block_slots - 1) / block_slots);
     for (int64_t b = 0; b < n_blocks; ++b) {
-      blocks.emplace_back(static_cast<size_t>(2 * H * block_slots * D) * kv_type_size(type));
+      blocks.emplace_back(static_cast<size_t>(2 * H * block_slots) * kv_row_bytes(type, D));
       ptrs.push_back(static_cast<const std::byte*>(blocks.back().data()));
     }
     for (int64_t p = 0; p < n_pos; ++p) push();
   }
 
-  // The 16-bit code of x in the storage type, and x rounded to it (exact RNE, core/dtype.h).
-  uint16_t encode(float x) const { return type == KvType::F16 ? f32_to_f16(x) : f32_to_bf16(x); }
-  float rounded(float x) const {
-    if (type == KvType::F32) return x;
-    return type == KvType::F16 ? f16_to_f32(f32_to_f16(x)) : bf16_to_f32(f32_to_bf16(x));
-  }
-
+  // Each head's row goes through the cache's encoder; the logical rows the oracle uses
+  // are what the scalar decoder reads back (exact for f32/f16/bf16 widening; q8_0 is
+  // scale · code), so the oracle sees exactly the stored values.
   void push() {
     auto kr = random_vector(H * D), vr = random_vector(H * D);
-    for (auto* row : {&kr, &vr})
-      for (float& x : *row) x = rounded(x);
     const int64_t pos = end++;
     const KvLayerView vw = view();
     for (int64_t h = 0; h < H; ++h) {
       const KvLayerView::Run run = vw.run(h, pos, 1);
-      for (int64_t d = 0; d < D; ++d) {
-        auto* kd = const_cast<std::byte*>(run.k);
-        auto* vd = const_cast<std::byte*>(run.v);
-        if (type == KvType::F32) {
-          reinterpret_cast<float*>(kd)[d] = kr[static_cast<size_t>(h * D + d)];
-          reinterpret_cast<float*>(vd)[d] = vr[static_cast<size_t>(h * D + d)];
-        } else {
-          reinterpret_cast<uint16_t*>(kd)[d] = encode(kr[static_cast<size_t>(h * D + d)]);
-          reinterpret_cast<uint16_t*>(vd)[d] = encode(vr[static_cast<size_t>(h * D + d)]);
-        }
-      }
+      auto* kd = const_cast<std::byte*>(run.k);
+      auto* vd = const_cast<std::byte*>(run.v);
+      kv_encode_row(type, kr.data() + h * D, kd, D);
+      kv_encode_row(type, vr.data() + h * D, vd, D);
+      kv_decode_row(type, kd, kr.data() + h * D, D);
+      kv_decode_row(type, vd, vr.data() + h * D, D);
     }
     k.push_back(std::move(kr));
     v.push_back(std::move(vr));
@@ -175,6 +165,7 @@ class Attention : public ::testing::TestWithParam<Variant> {
                                       << " window=" << c.window << " n_pos=" << c.n_pos << " nq=" << c.n_queries
                                       << " ring=" << c.ring << " splits=" << tuning.key_splits
                                       << " qtile=" << tuning.query_tile << " threads=" << threads);
+    if (!kv_type_fits(GetParam().type, c.head_dim)) return;  // q8_0 rows need D % 32 == 0 (tested below)
     const TestKv kv(GetParam().type, c.n_kv_heads, c.head_dim, c.n_pos, c.ring, c.block_slots);
     const AttentionParams params{.n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
                                  .window = c.window};
@@ -329,6 +320,44 @@ TEST_P(Attention, RejectsBadInput) {
   EXPECT_THROW(attention(pool, ok, kv.view(), {.q = nullptr, .out = out.data(), .n_queries = 1, .pos0 = 99}), Error);
 }
 
+// q8_0 rows: the encoder's rule (scale amax/127 in f16, codes round(x / scale)), every
+// value back within about half a step, and a head_dim the blocks do not divide refused.
+TEST(KvQ8, EncodeDecodeAndShapeCheck) {
+  const int64_t D = 96;
+  auto x = random_vector(D, -3.0f, 3.0f);
+  x[40] = 0.0f;
+  std::vector<std::byte> row(kv_row_bytes(KvType::Q8_0, D));
+  ASSERT_EQ(row.size(), 3u * 34u);
+  kv_encode_row(KvType::Q8_0, x.data(), row.data(), D);
+  std::vector<float> y(D);
+  kv_decode_row(KvType::Q8_0, row.data(), y.data(), D);
+  for (int64_t b = 0; b < D / 32; ++b) {
+    float amax = 0;
+    for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
+    uint16_t h;
+    std::memcpy(&h, row.data() + b * 34, 2);
+    EXPECT_EQ(h, f32_to_f16(amax / 127.0f));
+    const float step = f16_to_f32(h);
+    // Half a step, plus the codes' use of the unrounded scale: ≤ 127 codes × the f16
+    // rounding of the scale (relative 2^-11).
+    for (int64_t i = 0; i < 32; ++i)
+      EXPECT_LE(std::fabs(y[b * 32 + i] - x[b * 32 + i]), step * (0.5f + 127.0f / 2048.0f) * 1.01f);
+  }
+  EXPECT_EQ(y[40], 0.0f);
+  EXPECT_FALSE(kv_type_fits(KvType::Q8_0, 48));
+  EXPECT_TRUE(kv_type_fits(KvType::F16, 48));
+  EXPECT_EQ(kv_type_from_name("Q8_0"), KvType::Q8_0);
+  EXPECT_THROW(kv_type_from_name("q4_0"), Error);
+  TestKv ok(KvType::F16, 1, 48, 4, 0, 64);
+  KvLayerView bad = ok.view();
+  bad.type = KvType::Q8_0;
+  std::vector<float> q(48), out(48);
+  ThreadPool pool(1);
+  EXPECT_THROW(attention(pool, {.n_heads = 1, .n_kv_heads = 1, .head_dim = 48}, bad,
+                         {.q = q.data(), .out = out.data(), .n_queries = 1, .pos0 = 3}),
+               Error);
+}
+
 std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
   return std::string(info.param.isa == Isa::Scalar ? "scalar" : "avx2") + "_" + kv_type_name(info.param.type);
 }
@@ -336,7 +365,8 @@ std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
 INSTANTIATE_TEST_SUITE_P(Variants, Attention,
                          ::testing::Values(Variant{Isa::Scalar, KvType::F32}, Variant{Isa::Scalar, KvType::F16},
                                            Variant{Isa::Scalar, KvType::BF16}, Variant{Isa::Avx2, KvType::F32},
-                                           Variant{Isa::Avx2, KvType::F16}, Variant{Isa::Avx2, KvType::BF16}),
+                                           Variant{Isa::Avx2, KvType::F16}, Variant{Isa::Avx2, KvType::BF16},
+                                           Variant{Isa::Scalar, KvType::Q8_0}, Variant{Isa::Avx2, KvType::Q8_0}),
                          variant_name);
 
 }  // namespace

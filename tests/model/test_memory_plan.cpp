@@ -199,9 +199,9 @@ TEST(MemoryPlan, ContextHeadroomAndKvTypes) {
   EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::F16), 1024);
   EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::BF16), 1024);
   EXPECT_EQ(kv_type_from_name("BF16"), KvType::BF16);
-  expect_error([] { kv_type_from_name("int4"); }, "int4");
-  // Only types the engine runs: q8_0 KV has no attention kernel, so it is not planned.
-  expect_error([] { kv_type_from_name("q8_0"); }, "f32, f16, bf16");
+  expect_error([] { kv_type_from_name("int4"); }, "f32, f16, bf16, q8_0");
+  // q8_0: 34 bytes per 32 values.
+  EXPECT_EQ(kv_bytes_per_token_layer(2, 128, KvType::Q8_0), 2 * 2 * 4 * 34);
   // An all-global model: hybrid and all-global agree.
   const MemoryPlan llama = plan_memory(builtin_config("llama-1b"), {});
   EXPECT_EQ(llama.kv.hybrid, llama.kv.all_global);

@@ -3,24 +3,42 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_kernel.h"
 
 namespace squeeze::kernels::cpu {
 
-size_t kv_type_size(KvType t) { return t == KvType::F32 ? 4 : 2; }
+namespace {
+constexpr size_t kQ8BlockBytes = 2 + kKvQ8Block;  // f16 scale + 32 codes
+}  // namespace
+
+size_t kv_row_bytes(KvType t, int64_t head_dim) {
+  const auto n = static_cast<size_t>(head_dim);
+  switch (t) {
+    case KvType::F32: return 4 * n;
+    case KvType::F16:
+    case KvType::BF16: return 2 * n;
+    case KvType::Q8_0: return n / kKvQ8Block * kQ8BlockBytes;
+  }
+  return 0;
+}
+
+bool kv_type_fits(KvType t, int64_t head_dim) { return t != KvType::Q8_0 || head_dim % kKvQ8Block == 0; }
 
 const char* kv_type_name(KvType t) {
   switch (t) {
     case KvType::F32: return "f32";
     case KvType::F16: return "f16";
     case KvType::BF16: return "bf16";
+    case KvType::Q8_0: return "q8_0";
   }
   return "?";
 }
@@ -28,9 +46,48 @@ const char* kv_type_name(KvType t) {
 KvType kv_type_from_name(std::string_view name, std::string_view what) {
   std::string n(name);
   for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (KvType t : {KvType::F32, KvType::F16, KvType::BF16})
+  for (KvType t : {KvType::F32, KvType::F16, KvType::BF16, KvType::Q8_0})
     if (n == kv_type_name(t)) return t;
-  fail(what, ": unknown KV cache type '", name, "' (f32, f16, bf16)");
+  fail(what, ": unknown KV cache type '", name, "' (f32, f16, bf16, q8_0)");
+}
+
+// Round to nearest with the scale amax/127 stored as f16, codes from the f32 ratio: the
+// rule of GGUF's reference Q8_0 quantizer (llama.cpp's quantize_row_q8_0_ref).
+void kv_encode_row(KvType t, const float* src, std::byte* dst, int64_t n) {
+  switch (t) {
+    case KvType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case KvType::F16: ops().f32_to_f16(src, reinterpret_cast<uint16_t*>(dst), n); return;
+    case KvType::BF16: ops().f32_to_bf16(src, reinterpret_cast<uint16_t*>(dst), n); return;
+    case KvType::Q8_0:
+      SQZ_CHECK(n % kKvQ8Block == 0, "KV cache: q8_0 rows need a multiple of 32 values, got ", n);
+      for (int64_t b = 0; b < n / kKvQ8Block; ++b, src += kKvQ8Block, dst += kQ8BlockBytes) {
+        float amax = 0;
+        for (int64_t i = 0; i < kKvQ8Block; ++i) amax = std::max(amax, std::fabs(src[i]));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const uint16_t h = f32_to_f16(d);
+        std::memcpy(dst, &h, 2);
+        auto* q = reinterpret_cast<int8_t*>(dst + 2);
+        for (int64_t i = 0; i < kKvQ8Block; ++i) q[i] = static_cast<int8_t>(std::nearbyint(src[i] * id));
+      }
+      return;
+  }
+}
+
+void kv_decode_row(KvType t, const std::byte* src, float* dst, int64_t n) {
+  switch (t) {
+    case KvType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case KvType::F16: reference_ops().f16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, n); return;
+    case KvType::BF16: reference_ops().bf16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, n); return;
+    case KvType::Q8_0:
+      for (int64_t b = 0; b < n / kKvQ8Block; ++b, src += kQ8BlockBytes, dst += kKvQ8Block) {
+        uint16_t h;
+        std::memcpy(&h, src, 2);
+        const float d = f16_to_f32(h);
+        const auto* q = reinterpret_cast<const int8_t*>(src + 2);
+        for (int64_t i = 0; i < kKvQ8Block; ++i) dst[i] = d * static_cast<float>(q[i]);
+      }
+      return;
+  }
 }
 
 float AttentionParams::effective_scale() const {
@@ -60,6 +117,8 @@ namespace {
 
 // A view is usable when every position it claims to hold maps to an existing block.
 void validate_view(const KvLayerView& kv) {
+  SQZ_CHECK(kv_type_fits(kv.type, kv.head_dim), "attention: ", kv_type_name(kv.type), " KV rows need head_dim % 32 == 0, got ",
+            kv.head_dim);
   SQZ_CHECK(kv.block_slots > 0 && !kv.blocks.empty(), "attention: KV view has no storage");
   SQZ_CHECK(kv.pos_begin >= 0 && kv.pos_begin <= kv.pos_end, "attention: KV view holds a bad range [", kv.pos_begin,
             ", ", kv.pos_end, ")");

@@ -24,12 +24,24 @@
 namespace squeeze::kernels::cpu {
 
 // Element type of stored K/V rows. f16 and bf16 are written with the exact round-to-
-// nearest-even conversions of core/dtype.h and widened to f32 exactly when read.
-enum class KvType : uint8_t { F32, F16, BF16 };
-size_t kv_type_size(KvType t);
+// nearest-even conversions of core/dtype.h and widened to f32 exactly when read. q8_0
+// stores each row as GGUF Q8_0 blocks (32 codes, one f16 scale amax/127, 34 bytes: 8.5
+// bits per value, as llama.cpp's -ctk/-ctv q8_0); it needs head_dim % 32 == 0, and a
+// value reads back as f16_to_f32(scale) * code.
+enum class KvType : uint8_t { F32, F16, BF16, Q8_0 };
+inline constexpr int64_t kKvQ8Block = 32;
+// Bytes of one stored row of head_dim values (head_dim % 32 == 0 for q8_0).
+size_t kv_row_bytes(KvType t, int64_t head_dim);
 const char* kv_type_name(KvType t);
-// "f32", "f16", "bf16" (any case); anything else is an error naming `what` (e.g. the
-// option it came from) and listing those.
+// Whether rows of head_dim values can be stored as t; false only for q8_0 with a head_dim
+// not a multiple of 32.
+bool kv_type_fits(KvType t, int64_t head_dim);
+// One row of n values to its stored form, and back (the scalar reference: every kernel
+// reads a stored value as exactly the float kv_decode_row gives).
+void kv_encode_row(KvType t, const float* src, std::byte* dst, int64_t n);
+void kv_decode_row(KvType t, const std::byte* src, float* dst, int64_t n);
+// "f32", "f16", "bf16", "q8_0" (any case); anything else is an error naming `what` (e.g.
+// the option it came from) and listing those.
 KvType kv_type_from_name(std::string_view name, std::string_view what = "KV cache type");
 
 // A non-owning description of one layer's K/V storage. Within a block, K and V are each
@@ -45,7 +57,7 @@ struct KvLayerView {
   int64_t pos_begin = 0;    // positions [pos_begin, pos_end) are held
   int64_t pos_end = 0;
 
-  size_t row_bytes() const { return static_cast<size_t>(head_dim) * kv_type_size(type); }
+  size_t row_bytes() const { return kv_row_bytes(type, head_dim); }
   size_t head_bytes() const { return static_cast<size_t>(block_slots) * row_bytes(); }
 
   // The longest run of consecutive positions starting at `pos` (at most max_len) that is

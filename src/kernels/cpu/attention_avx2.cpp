@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/cpu/attention_kernel.h"
 #include "kernels/cpu/avx2_math.h"
 
@@ -30,13 +31,13 @@ constexpr int64_t kTile = 32;
 void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool values, float* dst, int64_t ahead,
                int64_t limit) {
   const int64_t D = kv.head_dim;
-  const size_t elem = kv_type_size(kv.type);
+  const size_t row_bytes = kv.row_bytes();
   const std::byte* pf = nullptr;
   size_t pf_bytes = 0;
   if (k0 + ahead < limit) {
     const KvLayerView::Run next = kv.run(head, k0 + ahead, std::min(n, limit - k0 - ahead));
     pf = values ? next.v : next.k;
-    pf_bytes = static_cast<size_t>(next.len * D) * elem;
+    pf_bytes = static_cast<size_t>(next.len) * row_bytes;
   }
   size_t pf_done = 0;
   for (int64_t done = 0; done < n;) {
@@ -47,6 +48,24 @@ void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool 
       for (size_t off = 0; off < static_cast<size_t>(count) * 4 && pf_done < pf_bytes; off += 64, pf_done += 64)
         _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
       std::memcpy(dst, src, static_cast<size_t>(count) * 4);
+    } else if (kv.type == KvType::Q8_0) {
+      // Blocks of 32 codes after an f16 scale: codes widen to i32 and convert exactly, so
+      // scale · code is the same single rounding as kv_decode_row's.
+      for (int64_t b = 0; b < count / kKvQ8Block; ++b) {
+        const std::byte* blk = src + b * (2 + kKvQ8Block);
+        if ((b & 1) == 0 && pf_done < pf_bytes) {  // one 64-byte line per 68 bytes read, about
+          _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
+          pf_done += 64;
+        }
+        uint16_t h;
+        std::memcpy(&h, blk, 2);
+        const __m256 d = _mm256_set1_ps(f16_to_f32(h));
+        const auto* q = reinterpret_cast<const __m128i*>(blk + 2);
+        for (int j = 0; j < 4; ++j) {
+          const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(reinterpret_cast<const int8_t*>(q) + 8 * j));
+          _mm256_storeu_ps(dst + b * kKvQ8Block + 8 * j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8))));
+        }
+      }
     } else {
       // f16 widens through F16C; bf16 is the top half of an f32, so widening is a zero
       // extension and a 16-bit shift (exact, like the scalar bf16_to_f32).

@@ -14,12 +14,19 @@
 namespace squeeze::kernels::cpu {
 namespace {
 
-// Element d of a K or V row stored as `type`, exactly as f32 (f16 and bf16 -> f32 are exact).
+// Element d of a K or V row stored as `type`, as the f32 kv_decode_row gives (f16 and
+// bf16 -> f32 are exact; q8_0 is the f32 product scale · code).
 inline float load_elem(KvType type, const std::byte* row, int64_t d) {
   if (type == KvType::F32) {
     float f;
     std::memcpy(&f, row + d * 4, 4);
     return f;
+  }
+  if (type == KvType::Q8_0) {
+    const std::byte* block = row + d / kKvQ8Block * (2 + kKvQ8Block);
+    uint16_t h;
+    std::memcpy(&h, block, 2);
+    return f16_to_f32(h) * static_cast<float>(static_cast<int8_t>(block[2 + d % kKvQ8Block]));
   }
   uint16_t h;
   std::memcpy(&h, row + d * 2, 2);
