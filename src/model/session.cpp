@@ -40,7 +40,9 @@ std::span<const float> Session::forward(std::span<const int32_t> tokens, bool al
     fail("the sequence would reach ", position() + n, " tokens, past the context length ", n_ctx_);
   const int64_t V = cfg_.n_vocab;
   out_logits_.resize(static_cast<size_t>((all_logits ? n : 1) * V));
-  logits_.resize(static_cast<size_t>(chunk_ * V));
+  // One row per chunk unless every position's logits are wanted: at a 262k vocabulary a
+  // whole chunk of rows would be 512 MiB that nobody reads.
+  logits_.resize(static_cast<size_t>((all_logits ? std::min(chunk_, n) : 1) * V));
   for (int64_t done = 0; done < n;) {
     const int64_t m = std::min(chunk_, n - done);
     const bool last = done + m == n;
