@@ -2,12 +2,15 @@
 // the real models' bytes: F32/F16/BF16 rows with f32 activations, Q8_0 with Q8_0, and
 // Q4_K / Q5_K / Q6_K with Q8_K. Compiled with squeeze_isa_sources(avx512 ...).
 //
-// The integer types keep the AVX2 kernels' exact integer block sums, twice as wide: u8×i8
-// pairs by vpmaddubsw, then the per-sub-block i16 scale and the i32 accumulation fused in
-// one VNNI vpdpwssd (Q8_0: one vpdpbusd per two blocks). Only the float accumulation of
-// the block sums differs from the AVX2 kernels (16 lanes instead of 8). vec_dot and
-// dot_multi share one template, so a row's value does not depend on how many activation
-// rows it was computed with (the GEMM's batch invariance).
+// The float types run in zmm registers. The integer types keep the AVX2 kernels' exact
+// integer block sums and use VNNI to shorten them: Q8_0's maddubs + madd become one
+// vpdpbusd, the K-quants' per-sub-block scale multiply and i32 add one vpdpwssd. Q8_0 and
+// Q4_K/Q5_K stay 256 bits wide (their 512-bit forms measured slower: the joins of 32-byte
+// halves and the scale broadcasts all need the one shuffle port 512-bit code has); Q6_K
+// takes two sub-block pairs per zmm. Only the float accumulation of the exact block sums
+// may differ from the AVX2 kernels. vec_dot and dot_multi share one template, so a row's
+// value does not depend on how many activation rows it was computed with (the GEMM's
+// batch invariance).
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/avx512.cpp)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -26,11 +29,6 @@ using avx2::hsum;
 using avx2::kPrefetchBytes;
 
 inline __m512i load64(const void* p) { return _mm512_loadu_si512(p); }
-
-// Two 32-byte pieces as one zmm: a in the low half, b in the high half.
-inline __m512i join(const void* a, const void* b) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(avx2::load(a)), avx2::load(b), 1);
-}
 
 template <int Bytes>
 inline void prefetch_ahead(const void* p) {

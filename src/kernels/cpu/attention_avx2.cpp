@@ -53,16 +53,16 @@ void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool 
       // scale · code is the same single rounding as kv_decode_row's.
       for (int64_t b = 0; b < count / kKvQ8Block; ++b) {
         const std::byte* blk = src + b * (2 + kKvQ8Block);
-        if ((b & 1) == 0 && pf_done < pf_bytes) {  // one 64-byte line per 68 bytes read, about
+        if ((b & 1) == 0 && pf_done < pf_bytes) {  // a 64-byte line per two blocks (68 bytes) read
           _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
           pf_done += 64;
         }
         uint16_t h;
         std::memcpy(&h, blk, 2);
         const __m256 d = _mm256_set1_ps(f16_to_f32(h));
-        const auto* q = reinterpret_cast<const __m128i*>(blk + 2);
+        const auto* q = reinterpret_cast<const int8_t*>(blk + 2);
         for (int j = 0; j < 4; ++j) {
-          const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(reinterpret_cast<const int8_t*>(q) + 8 * j));
+          const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * j));
           _mm256_storeu_ps(dst + b * kKvQ8Block + 8 * j, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8))));
         }
       }
