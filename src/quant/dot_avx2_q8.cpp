@@ -304,7 +304,31 @@ inline float abs_max(const float* x, int n) {
   return _mm_cvtss_f32(h);
 }
 
+// The scalar reference's d·code (+ m) per element — a multiply then an add, two f32
+// roundings, as ggml rounds — 8 elements per step: bit-identical to ref_dequantize_*.
+template <typename Block>
+void dequantize_blocks(const void* src, float* y, int64_t n) {
+  const auto* b = static_cast<const Block*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
+    const __m256i q = codes(b[i]);
+    const __m256 d = _mm256_set1_ps(half(b[i].d));
+    for (int t = 0; t < 4; ++t) {
+      const __m128i part = t < 2 ? _mm256_castsi256_si128(q) : _mm256_extracti128_si256(q, 1);
+      const __m128i eight = (t % 2) ? _mm_srli_si128(part, 8) : part;
+      __m256 v = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(eight)));
+      if constexpr (kOffset<Block>) v = _mm256_add_ps(v, _mm256_set1_ps(half(b[i].m)));
+      _mm256_storeu_ps(y + 8 * t, v);
+    }
+  }
+}
+
 }  // namespace
+
+void avx2_dequantize_q8_0(const void* src, float* y, int64_t n) { dequantize_blocks<BlockQ8_0>(src, y, n); }
+void avx2_dequantize_q4_0(const void* src, float* y, int64_t n) { dequantize_blocks<BlockQ4_0>(src, y, n); }
+void avx2_dequantize_q4_1(const void* src, float* y, int64_t n) { dequantize_blocks<BlockQ4_1>(src, y, n); }
+void avx2_dequantize_q5_0(const void* src, float* y, int64_t n) { dequantize_blocks<BlockQ5_0>(src, y, n); }
+void avx2_dequantize_q5_1(const void* src, float* y, int64_t n) { dequantize_blocks<BlockQ5_1>(src, y, n); }
 
 #define SQZ_DOT_32(T, B)                                                                \
   float avx2_dot_##T(int64_t n, const void* w, const void* a) {                          \

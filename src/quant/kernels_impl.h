@@ -83,5 +83,11 @@ void avx2_quantize_act_q8_k(const float* x, void* dst, int64_t n);
 // dequant_avx2.cpp: bit-identical to ref_dequantize_q4_k / ref_dequantize_q6_k.
 void avx2_dequantize_q4_k(const void* src, float* y, int64_t n);
 void avx2_dequantize_q6_k(const void* src, float* y, int64_t n);
+// dot_avx2_q8.cpp: bit-identical to ref_dequantize_* of the 32-element types.
+void avx2_dequantize_q8_0(const void* src, float* y, int64_t n);
+void avx2_dequantize_q4_0(const void* src, float* y, int64_t n);
+void avx2_dequantize_q4_1(const void* src, float* y, int64_t n);
+void avx2_dequantize_q5_0(const void* src, float* y, int64_t n);
+void avx2_dequantize_q5_1(const void* src, float* y, int64_t n);
 
 }  // namespace squeeze::quant::impl
