@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/race_llama.sh — squeeze vs llama.cpp on the same GGUF files, back to back.
 #
-# usage: bench/race_llama.sh LLAMA_CPP_BUILD_BIN_DIR [repetitions [MODEL.gguf ...]]
+# usage: [RACE_DEPTHS="4096 16384"] bench/race_llama.sh LLAMA_CPP_BUILD_BIN_DIR [repetitions [MODEL.gguf ...]]
 #   LLAMA_CPP_BUILD_BIN_DIR holds llama-bench (and llama-quantize) built OUTSIDE this
 #   repository from llama.cpp's own sources; without it the race is skipped, saying so.
 #   MODEL.gguf: race these files (e.g. the real models of scripts/get-models) instead of
@@ -9,8 +9,8 @@
 # Default models: a 70.5M llama shape (512 wide, 12 layers,
 # 8 heads / 4 KV, FFN 1536, vocabulary 32000) with random weights, as F32 and as Q4_K_M
 # (made by llama-quantize from the F32 file, so squeeze also reads llama.cpp's output).
-# Each engine runs pp512 and tg128 (and tg32 at depth 4096, with f16 and with q8_0 KV)
-# with 2 threads; the engines
+# Each engine runs pp512 and tg128 (and tg32 at each depth of RACE_DEPTHS, default 4096,
+# with f16 and with q8_0 KV) with 2 threads; the engines
 # alternate, twice, and the ratio is squeeze / llama.cpp of the mean tokens/s. llama.cpp
 # runs with its defaults made explicit (f16 KV, flash attention on, weight repacking);
 # its build, CPU backend and every flag are recorded in build/race/llama_flags.txt and
@@ -45,6 +45,7 @@ fi
 echo "engine,model,test,t_per_s" > "$results"
 : > "$flags"
 LLAMA_FLAGS=(-t 2 -r "$REPS" -fa 1)
+DEPTHS="${RACE_DEPTHS:-4096}"  # e.g. RACE_DEPTHS="4096 16384"
 run_llama() {  # kv-type model tests...
   "$LLAMA_BIN/llama-bench" -m "$2" "${LLAMA_FLAGS[@]}" -ctk "$1" -ctv "$1" -o csv "${@:3}" 2>/dev/null |
     python3 -c '
@@ -75,8 +76,10 @@ for round in 1 2; do
     if [ "$round" = 1 ]; then order="llama squeeze"; else order="squeeze llama"; fi
     for e in $order; do
       "run_$e" f16 "$m" -p 512 -n 128 >> "$results"
-      "run_$e" f16 "$m" -p 0 -n 32 -d 4096 >> "$results"
-      "run_$e" q8_0 "$m" -p 0 -n 32 -d 4096 >> "$results"
+      for depth in $DEPTHS; do
+        "run_$e" f16 "$m" -p 0 -n 32 -d "$depth" >> "$results"
+        "run_$e" q8_0 "$m" -p 0 -n 32 -d "$depth" >> "$results"
+      done
     done
   done
 done
