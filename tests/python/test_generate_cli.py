@@ -118,10 +118,11 @@ def test_generation_fills_the_context_exactly(model, kv):
 
 def test_kv_types_change_the_cache_size(model):
     sizes = {}
-    for kv in ["f32", "bf16"]:
+    for kv in ["f32", "bf16", "q8_0"]:
         r = run("generate", "-m", str(model), "-p", "The keeper", "-n", "4", "--temp", "0", "--ignore-eos", "--kv", kv)
         sizes[kv] = timing_numbers(r.stderr)[2]
     assert sizes["f32"] == 2 * sizes["bf16"]
+    assert sizes["q8_0"] * 128 == sizes["f32"] * 34  # 34 bytes per 32 values
     for cmd in (["bench", "-m", str(model), "-p", "8", "-n", "4", "-r", "1"],):
         run(*cmd, "--kv", "bf16")
-        one_line_error(run(*cmd, "--kv", "q8_0", check=False), "--kv", "bf16")
+        one_line_error(run(*cmd, "--kv", "q4_0", check=False), "--kv", "q8_0")
