@@ -17,16 +17,28 @@
 
 #include <type_traits>
 
-#include "quant/avx2_common.h"
 #include "quant/blocks.h"
 #include "quant/kernels_impl.h"
 
 namespace squeeze::quant::impl {
 namespace {
 
-using avx2::half;
-using avx2::hsum;
-using avx2::kPrefetchBytes;
+// Own copies of the small helpers (not quant/avx2_common.h's): an inline function shared
+// with the AVX2 translation units could be emitted here out of line, compiled for
+// AVX-512, and the linker may keep that copy for their calls too, which an AVX2-only CPU
+// cannot run. Here they have internal linkage.
+constexpr int kPrefetchBytes = 2048;  // as the AVX2 kernels (quant/avx2_common.h)
+
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
 
 inline __m512i load64(const void* p) { return _mm512_loadu_si512(p); }
 
@@ -102,11 +114,11 @@ void q8_0_rows(int64_t n, const void* w, const void* a, int64_t stride, float* o
     acc[t] = acc2[t] = _mm256_setzero_ps();
   }
   auto step = [&](int64_t i, __m256* acc_row) {
-    const __m256i q = avx2::load(x[i].qs);
+    const __m256i q = load32(x[i].qs);
     const __m256i aq = _mm256_sign_epi8(q, q);  // |q| as u8 (−128 → 128)
     const float dx = half(x[i].d);
     for (int t = 0; t < NT; ++t) {
-      const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aq, _mm256_sign_epi8(avx2::load(y[t][i].qs), q));
+      const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aq, _mm256_sign_epi8(load32(y[t][i].qs), q));
       acc_row[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * half(y[t][i].d)), _mm256_cvtepi32_ps(p), acc_row[t]);
     }
   };
@@ -165,16 +177,16 @@ void q45k_rows(int64_t n, const void* w, const void* a, int64_t stride, float* o
     const __m256i mins = _mm256_cvtepu8_epi16(
         _mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
     __m256i hbits;
-    if constexpr (Q5) hbits = avx2::load(x[i].qh);
+    if constexpr (Q5) hbits = load32(x[i].qh);
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) {
       sumi[t] = _mm256_setzero_si256();
-      const __m256i pm = _mm256_madd_epi16(mins, avx2::load(y[t][i].bsums));
+      const __m256i pm = _mm256_madd_epi16(mins, load32(y[t][i].bsums));
       acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y[t][i].d), _mm256_cvtepi32_ps(pm), acc_m[t]);
     }
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
-      const __m256i q = avx2::load(x[i].qs + 32 * c);
+      const __m256i q = load32(x[i].qs + 32 * c);
       __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
       if constexpr (Q5) {
         const __m256i one = _mm256_set1_epi8(1);
@@ -183,8 +195,8 @@ void q45k_rows(int64_t n, const void* w, const void* a, int64_t stride, float* o
       }
       const __m256i s_lo = scale_of(sc, 2 * c), s_hi = scale_of(sc, 2 * c + 1);
       for (int t = 0; t < NT; ++t) {
-        sumi[t] = _mm256_dpwssd_epi32(sumi[t], _mm256_maddubs_epi16(lo, avx2::load(y[t][i].qs + 64 * c)), s_lo);
-        sumi[t] = _mm256_dpwssd_epi32(sumi[t], _mm256_maddubs_epi16(hi, avx2::load(y[t][i].qs + 64 * c + 32)), s_hi);
+        sumi[t] = _mm256_dpwssd_epi32(sumi[t], _mm256_maddubs_epi16(lo, load32(y[t][i].qs + 64 * c)), s_lo);
+        sumi[t] = _mm256_dpwssd_epi32(sumi[t], _mm256_maddubs_epi16(hi, load32(y[t][i].qs + 64 * c + 32)), s_hi);
       }
     }
     for (int t = 0; t < NT; ++t)
@@ -221,13 +233,13 @@ void q6k_rows(int64_t n, const void* w, const void* a, int64_t stride, float* ou
     const __m512i sc = _mm512_castsi256_si512(sc16);
     __m512i sumi[NT];
     for (int t = 0; t < NT; ++t) {
-      const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, avx2::load(y[t][i].bsums)), 5);
+      const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load32(y[t][i].bsums)), 5);
       sumi[t] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(off));
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m512i l = load64(x[i].ql + 64 * h);
-      const __m256i qh = avx2::load(x[i].qh + 32 * h);
+      const __m256i qh = load32(x[i].qh + 32 * h);
       const __m512i qh01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi16(qh, 4)), _mm256_slli_epi16(qh, 2), 1);
       const __m512i qh23 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
       const __m512i u01 = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(qh01, m2));

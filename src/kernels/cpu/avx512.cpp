@@ -1,17 +1,16 @@
 // kernels/cpu/avx512.cpp — AVX-512 (F/BW/VL/DQ) variants of the f32 kernels that carry the
 // FLOPs and bytes: dot, axpy, GEMV, the small GEMM tile, the packed GEMM's panel kernel and
 // the f16/bf16 row conversions. The element-wise ops (norms, activations, RoPE, softmax)
-// are a few percent of a step and keep their AVX2 versions in this table: 512-bit forms of
-// them measured no faster. Row tails use AVX-512 masks, never a scalar loop.
+// are a few percent of a step and keep their AVX2 versions in this table. Row tails use
+// AVX-512 masks, never a scalar loop. Nothing here calls an inline function shared with
+// other translation units (an out-of-line copy compiled for AVX-512 could be the one the
+// linker keeps for everyone).
 // GCC 12 flags the deliberately undefined upper parts inside its own AVX-512 headers
 // (_mm512_undefined_*) as uninitialised: a known false positive, silenced here only.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include <cmath>
-
-#include "core/dtype.h"
 #include "kernels/cpu/ops.h"
 
 namespace squeeze::kernels::cpu {
