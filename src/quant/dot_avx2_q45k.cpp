@@ -1,10 +1,6 @@
 // quant/dot_avx2_q45k.cpp — AVX2 dots of Q4_K and Q5_K weight rows with Q8_K
-// activation rows. Compiled for AVX2.
-//
-// Per super-block: nibbles are split with and/shift, multiplied by the activation codes
-// with maddubs (u8 × i8 → pairs of i16), scaled per sub-block with madd (→ i32), so the
-// whole block sum stays in exact integers; the min term uses the activation's bsums
-// (one madd of 8 mins by 8 pair sums). One float FMA per block applies d and dmin.
+// activation rows (the loop is quant/q45k_rows.h; here the scale step is a madd and an
+// add). Compiled for AVX2.
 #include <cstring>
 #include <type_traits>
 
@@ -17,84 +13,19 @@ namespace {
 
 using namespace avx2;
 
-// The 8 scales and 8 mins of a block as bytes [sc0..sc7, m0..m7]. Unpacks the 6-bit
-// layout (k_scale_min in blocks.h) four bytes per 32-bit lane: with w0..w2 the three
-// words of `scales`, sc0-3 = w0 & 0x3f.., m0-3 = w1 & 0x3f.., sc4-7 = (w2 & 0x0f..) |
-// ((w0 >> 2) & 0x30..), m4-7 = ((w2 >> 4) & 0x0f..) | ((w1 >> 2) & 0x30..).
-// Reads 16 bytes (the 4 past `scales` are the block's own qs).
-inline __m128i scales_mins(const uint8_t* s) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-  const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f));                       // [sc_lo, mn_lo, .]
-  const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xAA), _mm_setr_epi32(0, 4, 0, 0));
-  const __m128i hi = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)),
-                                  _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));  // [sc_hi, mn_hi, .]
-  return _mm_unpacklo_epi32(lo, hi);  // [sc_lo, sc_hi, mn_lo, mn_hi]
+inline __m256i accumulate_scaled(__m256i acc, __m256i p16, __m256i scale) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, scale));
 }
 
-// Broadcast i16 scale j from a vector holding the 8 scales as i16 in both 128-bit lanes.
-inline __m256i scale_of(__m256i sc, int j) {
-  return _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8))));
-}
-
-template <bool Q5, int NT>
-void dot_rows(int64_t n, const void* w, const void* a, int64_t stride, float* out) {
-  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
-  const auto* x = static_cast<const Block*>(w);
-  const BlockQ8_K* y[NT];
-  __m256 acc[NT];
-  __m256 acc_m[NT];
-  for (int t = 0; t < NT; ++t) {
-    y[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const char*>(a) + t * stride);
-    acc[t] = _mm256_setzero_ps();
-    acc_m[t] = _mm256_setzero_ps();
-  }
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const int64_t nb = n / kQK_K;
-  for (int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead<sizeof(Block)>(x + i);
-    const float d = half(x[i].d), dmin = half(x[i].dmin);
-    const __m128i sm = scales_mins(x[i].scales);
-    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));  // scales in both lanes
-    // Each min twice, as i16, to pair with the 16 bsums: madd gives m_j·(b_2j + b_2j+1).
-    const __m256i mins = _mm256_cvtepu8_epi16(
-        _mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
-    __m256i hbits;
-    if constexpr (Q5) hbits = load(x[i].qh);
-    __m256i sumi[NT];
-    for (int t = 0; t < NT; ++t) {
-      sumi[t] = _mm256_setzero_si256();
-      const __m256i pm = _mm256_madd_epi16(mins, load(y[t][i].bsums));
-      acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y[t][i].d), _mm256_cvtepi32_ps(pm), acc_m[t]);
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m256i q = load(x[i].qs + 32 * c);
-      __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-      if constexpr (Q5) {
-        const __m256i one = _mm256_set1_epi8(1);
-        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one), 4));
-        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one), 4));
-      }
-      const __m256i s_lo = scale_of(sc, 2 * c), s_hi = scale_of(sc, 2 * c + 1);
-      for (int t = 0; t < NT; ++t) {
-        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load(y[t][i].qs + 64 * c)), s_lo);
-        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load(y[t][i].qs + 64 * c + 32)), s_hi);
-        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p_lo, p_hi));
-      }
-    }
-    for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][i].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-  }
-  for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]) - hsum(acc_m[t]);
-}
+#include "quant/q45k_rows.h"
 
 template <bool Q5>
 void dot_multi(int64_t n, const void* w, const void* a, int64_t stride, int nt, float* out) {
   switch (nt) {
-    case 1: return dot_rows<Q5, 1>(n, w, a, stride, out);
-    case 2: return dot_rows<Q5, 2>(n, w, a, stride, out);
-    case 3: return dot_rows<Q5, 3>(n, w, a, stride, out);
-    default: return dot_rows<Q5, 4>(n, w, a, stride, out);
+    case 1: return q45k_rows<Q5, 1>(n, w, a, stride, out);
+    case 2: return q45k_rows<Q5, 2>(n, w, a, stride, out);
+    case 3: return q45k_rows<Q5, 3>(n, w, a, stride, out);
+    default: return q45k_rows<Q5, 4>(n, w, a, stride, out);
   }
 }
 
@@ -102,7 +33,7 @@ void dot_multi(int64_t n, const void* w, const void* a, int64_t stride, int nt, 
 
 float avx2_dot_q4_k(int64_t n, const void* w, const void* a) {
   float r;
-  dot_rows<false, 1>(n, w, a, 0, &r);
+  q45k_rows<false, 1>(n, w, a, 0, &r);
   return r;
 }
 void avx2_multi_q4_k(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {
@@ -110,7 +41,7 @@ void avx2_multi_q4_k(int64_t n, const void* w, const void* a, int64_t s, int nt,
 }
 float avx2_dot_q5_k(int64_t n, const void* w, const void* a) {
   float r;
-  dot_rows<true, 1>(n, w, a, 0, &r);
+  q45k_rows<true, 1>(n, w, a, 0, &r);
   return r;
 }
 void avx2_multi_q5_k(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {

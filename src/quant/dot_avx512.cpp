@@ -31,7 +31,7 @@ constexpr int kPrefetchBytes = 2048;  // as the AVX2 kernels (quant/avx2_common.
 
 inline float half(uint16_t h) { return _cvtsh_ss(h); }
 
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -114,11 +114,11 @@ void q8_0_rows(int64_t n, const void* w, const void* a, int64_t stride, float* o
     acc[t] = acc2[t] = _mm256_setzero_ps();
   }
   auto step = [&](int64_t i, __m256* acc_row) {
-    const __m256i q = load32(x[i].qs);
+    const __m256i q = load(x[i].qs);
     const __m256i aq = _mm256_sign_epi8(q, q);  // |q| as u8 (−128 → 128)
     const float dx = half(x[i].d);
     for (int t = 0; t < NT; ++t) {
-      const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aq, _mm256_sign_epi8(load32(y[t][i].qs), q));
+      const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aq, _mm256_sign_epi8(load(y[t][i].qs), q));
       acc_row[t] = _mm256_fmadd_ps(_mm256_set1_ps(dx * half(y[t][i].d)), _mm256_cvtepi32_ps(p), acc_row[t]);
     }
   };
@@ -135,75 +135,13 @@ void q8_0_rows(int64_t n, const void* w, const void* a, int64_t stride, float* o
 
 // ---- Q4_K / Q5_K × Q8_K ----
 
-// The 8 scales and 8 mins of a K-quant block as bytes [sc0..sc7, m0..m7] (as the AVX2
-// kernel unpacks them; reads 16 bytes, the last 4 the block's own qs).
-inline __m128i scales_mins(const uint8_t* s) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-  const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f));
-  const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xAA), _mm_setr_epi32(0, 4, 0, 0));
-  const __m128i hi = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)),
-                                  _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));
-  return _mm_unpacklo_epi32(lo, hi);
-}
+// VNNI's vpdpwssd fuses the per-sub-block scale multiply and the i32 add (maddubs + dpwssd
+// per 32 codes instead of maddubs + madd + add). Kept 256 bits wide: a 512-bit form (two
+// chunks per zmm) measured slower, its joins of activation halves running on the one
+// shuffle port.
+inline __m256i accumulate_scaled(__m256i acc, __m256i p16, __m256i scale) { return _mm256_dpwssd_epi32(acc, p16, scale); }
 
-// Broadcast i16 scale j from a vector holding the 8 scales as i16 in both 128-bit lanes.
-inline __m256i scale_of(__m256i sc, int j) {
-  return _mm256_shuffle_epi8(sc, _mm256_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8))));
-}
-
-// The AVX2 kernel's loop with VNNI's vpdpwssd fusing the per-sub-block scale multiply and
-// the i32 accumulation (maddubs + dpwssd per 32 codes instead of maddubs + madd + add).
-// Kept 256 bits wide: a 512-bit form (two chunks per zmm) measured slower, its joins of
-// activation halves running on the one shuffle port.
-template <bool Q5, int NT>
-void q45k_rows(int64_t n, const void* w, const void* a, int64_t stride, float* out) {
-  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
-  const auto* x = static_cast<const Block*>(w);
-  const BlockQ8_K* y[NT];
-  __m256 acc[NT];
-  __m256 acc_m[NT];
-  for (int t = 0; t < NT; ++t) {
-    y[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const char*>(a) + t * stride);
-    acc[t] = _mm256_setzero_ps();
-    acc_m[t] = _mm256_setzero_ps();
-  }
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const int64_t nb = n / kQK_K;
-  for (int64_t i = 0; i < nb; ++i) {
-    prefetch_ahead<sizeof(Block)>(x + i);
-    const float d = half(x[i].d), dmin = half(x[i].dmin);
-    const __m128i sm = scales_mins(x[i].scales);
-    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-    const __m256i mins = _mm256_cvtepu8_epi16(
-        _mm_shuffle_epi8(sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
-    __m256i hbits;
-    if constexpr (Q5) hbits = load32(x[i].qh);
-    __m256i sumi[NT];
-    for (int t = 0; t < NT; ++t) {
-      sumi[t] = _mm256_setzero_si256();
-      const __m256i pm = _mm256_madd_epi16(mins, load32(y[t][i].bsums));
-      acc_m[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y[t][i].d), _mm256_cvtepi32_ps(pm), acc_m[t]);
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m256i q = load32(x[i].qs + 32 * c);
-      __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-      if constexpr (Q5) {
-        const __m256i one = _mm256_set1_epi8(1);
-        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one), 4));
-        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one), 4));
-      }
-      const __m256i s_lo = scale_of(sc, 2 * c), s_hi = scale_of(sc, 2 * c + 1);
-      for (int t = 0; t < NT; ++t) {
-        sumi[t] = _mm256_dpwssd_epi32(sumi[t], _mm256_maddubs_epi16(lo, load32(y[t][i].qs + 64 * c)), s_lo);
-        sumi[t] = _mm256_dpwssd_epi32(sumi[t], _mm256_maddubs_epi16(hi, load32(y[t][i].qs + 64 * c + 32)), s_hi);
-      }
-    }
-    for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][i].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-  }
-  for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]) - hsum(acc_m[t]);
-}
+#include "quant/q45k_rows.h"
 
 // ---- Q6_K × Q8_K ----
 
@@ -233,13 +171,13 @@ void q6k_rows(int64_t n, const void* w, const void* a, int64_t stride, float* ou
     const __m512i sc = _mm512_castsi256_si512(sc16);
     __m512i sumi[NT];
     for (int t = 0; t < NT; ++t) {
-      const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load32(y[t][i].bsums)), 5);
+      const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load(y[t][i].bsums)), 5);
       sumi[t] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(off));
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m512i l = load64(x[i].ql + 64 * h);
-      const __m256i qh = load32(x[i].qh + 32 * h);
+      const __m256i qh = load(x[i].qh + 32 * h);
       const __m512i qh01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi16(qh, 4)), _mm256_slli_epi16(qh, 2), 1);
       const __m512i qh23 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
       const __m512i u01 = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(qh01, m2));
