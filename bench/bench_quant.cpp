@@ -16,6 +16,7 @@
 #include "core/aligned_buffer.h"
 #include "core/thread_pool.h"
 #include "quant/matmul.h"
+#include "quant/packed.h"
 #include "quant/quantize.h"
 
 namespace {
@@ -108,14 +109,22 @@ void BM_Gemv(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols)
   state.counters["threads"] = pool.size();
 }
 
-void BM_Gemm(benchmark::State& state, GgmlType type, int64_t M) {
+// packed: the weights repacked for the integer tile (quant/packed.h), as model loading does.
+void BM_Gemm(benchmark::State& state, GgmlType type, int64_t M, bool packed) {
   const int64_t rows = 4096, cols = 4096;
   const AlignedBuffer w = make_matrix(type, rows, cols, 3);
+  quant::QMatrix W{type, w.data(), rows, cols};
+  AlignedBuffer p;
+  if (packed) {
+    p = AlignedBuffer(static_cast<size_t>(quant::packed_bytes(type, rows, cols)));
+    quant::pack_matrix(type, w.data(), rows, cols, p.data());
+    W.packed = p.data();
+  }
   const auto X = gaussian(static_cast<size_t>(M * cols), 5);
   std::vector<float> Y(static_cast<size_t>(M * rows));
   ThreadPool& pool = default_thread_pool();
   for (auto _ : state) {
-    quant::gemm(pool, {type, w.data(), rows, cols}, {.X = X.data(), .M = M, .Y = Y.data()});
+    quant::gemm(pool, W, {.X = X.data(), .M = M, .Y = Y.data()});
     benchmark::DoNotOptimize(Y.data());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * rows * cols * state.iterations(), benchmark::Counter::kIsRate,
@@ -156,10 +165,14 @@ const bool kRegistered = [] {
     benchmark::RegisterBenchmark(("Gemv1T/" + name + "/4096x4096").c_str(), BM_Gemv, type, int64_t{4096}, int64_t{4096})
         ->Arg(1)
         ->Unit(benchmark::kMicrosecond);
-    for (int64_t M : {64, 512})
-      benchmark::RegisterBenchmark(("Gemm/" + name + "/M" + std::to_string(M)).c_str(), BM_Gemm, type, M)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
+    for (bool packed : {false, true}) {
+      if (packed && !quant::packs(type)) continue;
+      for (int64_t M : {64, 512})
+        benchmark::RegisterBenchmark(
+            ("Gemm/" + name + (packed ? "+packed" : "") + "/M" + std::to_string(M)).c_str(), BM_Gemm, type, M, packed)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
     for (auto isa : kernels::cpu::available_isas())
       benchmark::RegisterBenchmark(("Dot/" + name + "/" + kernels::cpu::isa_name(isa)).c_str(), BM_Dot, type, isa);
   }

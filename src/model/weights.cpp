@@ -2,6 +2,7 @@
 #include "model/weights.h"
 
 #include "core/error.h"
+#include "quant/packed.h"
 #include "quant/traits.h"
 
 namespace squeeze::model {
@@ -20,6 +21,14 @@ std::vector<float> vector_f32(const gguf::File& f, const std::string& name) {
   std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
   for (int64_t r = 0; r < m.rows; ++r) dequantize_row(m, r, out.data() + r * m.cols);
   return out;
+}
+
+// Repacks m for the active ISA's integer tile when its type has one.
+void pack(quant::QMatrix& m, std::vector<AlignedBuffer>& storage) {
+  if (!quant::packs(m.type) || m.rows == 0) return;
+  AlignedBuffer& buf = storage.emplace_back(static_cast<size_t>(quant::packed_bytes(m.type, m.rows, m.cols)));
+  quant::pack_matrix(m.type, m.data, m.rows, m.cols, buf.data());
+  m.packed = buf.data();
 }
 
 }  // namespace
@@ -58,6 +67,10 @@ Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
   }
   w.output_norm = vector_f32(f, "output_norm.weight");
   w.output = c.tied_output ? w.token_embd : matrix(f, "output.weight");
+  for (LayerWeights& l : w.layers)
+    for (quant::QMatrix* m : {&l.wq, &l.wk, &l.wv, &l.attn_gate, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      if (m->data) pack(*m, w.packed_storage);
+  pack(w.output, w.packed_storage);
   return w;
 }
 

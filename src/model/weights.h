@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "gguf/reader.h"
 #include "model/config.h"
 #include "quant/matmul.h"
@@ -34,9 +35,13 @@ struct Weights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;
   quant::QMatrix output;         // [n_vocab, n_embd]; token_embd when tied
+  // The repacked copies the matrices' `packed` point into (quant/packed.h).
+  std::vector<AlignedBuffer> packed_storage;
 };
 
-// Binds every tensor weight_tensors(config) names. Errors name the tensor whose type
+// Binds every tensor weight_tensors(config) names; the projection matrices of types with a
+// packed kernel for the active ISA (quant::packs) are also repacked into packed_storage
+// (token_embd's rows stay unpacked for the embedding lookup). Errors name the tensor whose type
 // squeeze cannot compute with. The file must outlive the Weights.
 Weights bind_weights(const gguf::File& file, const ModelConfig& config);
 

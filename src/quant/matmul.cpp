@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/parallel.h"
+#include "quant/packed.h"
 
 namespace squeeze::quant {
 namespace {
@@ -65,6 +66,37 @@ void gemm_dequantized(ThreadPool& pool, const QuantTraits& t, const QMatrix& W, 
   }, Y, ldy, M, W.rows, K, t.block_size);
 }
 
+// The active ISA's packed tile for W, or null when W is not packed or explicit kernels
+// were asked for.
+PackedTile packed_tile_for(const QMatrix& W, const QuantTraits* kernels) {
+  if (!W.packed || kernels) return nullptr;
+  const PackedTile tile = packed_tile(W.type, kernels::cpu::active_isa());
+  SQZ_CHECK(tile != nullptr, "matmul: packed ", traits(W.type).name, " weights but no packed kernel for ",
+            kernels::cpu::active_isa_name());
+  return tile;
+}
+
+// Groups [g0, g1) of packed W for tokens [0, M): tiles of kPackTokens tokens over blocks of
+// four groups, so a block's weights stay in L1/L2 while the tokens pass over it.
+void packed_groups(PackedTile tile, const QMatrix& W, const uint8_t* act, int64_t stride, int64_t M, float* Y,
+                   int64_t ldy, int64_t g0, int64_t g1) {
+  const int64_t gb = packed_group_bytes(W.type, W.cols);
+  const auto* base = static_cast<const uint8_t*>(W.packed);
+  constexpr int64_t kBlock = 4;
+  for (int64_t b = g0; b < g1; b += kBlock) {
+    const int64_t be = std::min(g1, b + kBlock);
+    for (int64_t m = 0; m < M; m += kPackTokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(kPackTokens, M - m));
+      for (int64_t g = b; g < be; ++g) {
+        const int n_valid = static_cast<int>(std::min<int64_t>(kPackRows, W.rows - g * kPackRows));
+        tile(W.cols, base + g * gb, act + m * stride, stride, nt, Y + m * ldy + g * kPackRows, ldy, n_valid);
+      }
+    }
+  }
+}
+
+int64_t packed_group_count(const QMatrix& W) { return (W.rows + kPackRows - 1) / kPackRows; }
+
 }  // namespace
 
 void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const QuantTraits* kernels) {
@@ -78,6 +110,12 @@ void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const Qu
   const int64_t K = W.cols;
   const int64_t stride = quantize_activations(t, x, K, 1, K, t_act, nullptr);
   const void* act = stride ? t_act.data() : static_cast<const void*>(x);
+  if (const PackedTile tile = packed_tile_for(W, kernels)) {
+    pool.parallel_for(0, packed_group_count(W), [&](int64_t g0, int64_t g1) {
+      packed_groups(tile, W, static_cast<const uint8_t*>(act), stride, 1, y, W.rows, g0, g1);
+    });
+    return;
+  }
   const int64_t rb = W.cols / t.block_size * t.block_bytes;
   const auto* w = static_cast<const uint8_t*>(W.data);
   const auto dot = t.vec_dot;
@@ -106,6 +144,7 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
     const void* act;
     float* y;
     bool f32_fast;
+    PackedTile packed;
   };
   constexpr size_t kMaxParts = 4;
   SQZ_CHECK(outputs.size() <= kMaxParts, "gemv_many: at most ", kMaxParts, " outputs");
@@ -120,7 +159,7 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
     const QuantTraits& t = check(W, dot_kernels ? &traits(W.type) : nullptr);
     Part& p = parts[i];
     p = {&t, static_cast<const uint8_t*>(W.data), K / t.block_size * t.block_bytes, total, W.rows, x, outputs[i].y,
-         t.type == GgmlType::F32 && !dot_kernels};
+         t.type == GgmlType::F32 && !dot_kernels, packed_tile_for(W, dot_kernels ? &t : nullptr)};
     total += W.rows;
     if (t.dot_type == GgmlType::F32) continue;
     int a = 0;
@@ -137,7 +176,11 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
       const Part& p = parts[i];
       const int64_t r0 = std::max(b, p.first) - p.first, r1 = std::min(e, p.first + p.rows) - p.first;
       if (r0 >= r1) continue;
-      if (p.f32_fast) {
+      if (p.packed) {  // the groups that start in [r0, r1)
+        const auto first_group = [](int64_t r) { return (r + kPackRows - 1) / kPackRows; };
+        packed_groups(p.packed, outputs[i].W, static_cast<const uint8_t*>(p.act), 0, 1, p.y, p.rows, first_group(r0),
+                      first_group(r1));
+      } else if (p.f32_fast) {
         f32_gemv(reinterpret_cast<const float*>(p.w) + r0 * K, K, x, p.y + r0, r1 - r0, K);
       } else if (p.t->dot_wrows) {
         for (int64_t r = r0; r < r1; r += kMaxDotRows)
@@ -158,6 +201,18 @@ void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
   SQZ_CHECK(M >= 0 && ldx >= K && ldy >= W.rows, "gemm: bad strides");
   if (M == 0 || W.rows == 0) return;
   SQZ_CHECK(p.X != nullptr && p.Y != nullptr, "gemm: null buffer");
+  if (const PackedTile tile = packed_tile_for(W, p.kernels)) {
+    AlignedBuffer act;
+    const int64_t stride = quantize_activations(t, p.X, ldx, M, K, act, &pool);
+    // One token: static ranges (each thread streams its own stretch of W); a batch:
+    // blocks of four groups handed out as threads free up.
+    const ThreadPool::ForOptions opt =
+        M == 1 ? ThreadPool::ForOptions{} : ThreadPool::ForOptions{ThreadPool::Schedule::Dynamic, 4};
+    pool.parallel_for(0, packed_group_count(W), [&](int64_t g0, int64_t g1) {
+      packed_groups(tile, W, act.as<uint8_t>(), stride, M, p.Y, ldy, g0, g1);
+    }, opt);
+    return;
+  }
   if (t.type == GgmlType::F32 && !dot_tile_only) {
     // f32 weights: the f32 GEMM (packed panels for large products) beats a dot-based tile.
     kernels::cpu::gemm_nt(pool, p.X, ldx, static_cast<const float*>(W.data), K, p.Y, ldy, M, W.rows, K);

@@ -20,6 +20,9 @@ struct QMatrix {
   const void* data = nullptr;
   int64_t rows = 0;  // output features
   int64_t cols = 0;  // input features (multiple of the block size)
+  // The same rows repacked for the active ISA's integer tile (quant/packed.h), or null.
+  // When set, products without explicit kernels run on it for every batch size.
+  const void* packed = nullptr;
 };
 
 // y[rows] = W · x[cols]. `kernels` selects an ISA's table (tests); null = active one.
@@ -58,7 +61,8 @@ struct GemmParams {
 // f32); below it, the quantized dot tile runs.
 inline constexpr int64_t kDequantizedGemmMinBatch = 16;
 
-// Y = X · Wᵀ. Each X row is quantized once; weight rows are split into tiles over the
+// Y = X · Wᵀ. Packed weights (W.packed, no explicit kernels) run the packed integer tile
+// for every M (batch-invariant by construction, bit-identical to gemv). Otherwise each X row is quantized once; weight rows are split into tiles over the
 // pool, and each weight block is decoded once for up to kMaxDotRows tokens. F32 weights
 // without explicit kernels go to kernels::cpu::gemm_nt (the packed GEMM for large products).
 void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p);

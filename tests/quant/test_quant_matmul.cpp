@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "quant/matmul.h"
+#include "quant/packed.h"
 #include "quant/quantize.h"
 #include "quant_test_util.h"
 
@@ -228,6 +229,99 @@ TEST(MatmulMany, EachOutputEqualsItsGemv) {
   const GemvOutput mismatched[] = {{{GgmlType::Q8_0, a.w.data(), 4, 256}, y.data()},
                                    {{GgmlType::Q8_0, b.w.data(), 4, 512}, y.data() + 4}};
   EXPECT_THROW(gemv_many(pool, mismatched, x.data()), Error);
+}
+
+// ---- packed weights (quant/packed.h) ----
+
+struct Packed {
+  Problem p;
+  std::vector<uint8_t> bytes;
+  QMatrix W() const { return {.type = GgmlType::Q4_K, .data = p.w.data(), .rows = p.rows, .cols = p.cols, .packed = bytes.data()}; }
+};
+
+Packed make_packed(int64_t rows, int64_t cols) {
+  Packed k{make_problem(GgmlType::Q4_K, rows, cols), {}};
+  k.bytes.resize(static_cast<size_t>(packed_bytes(GgmlType::Q4_K, rows, cols)));
+  pack_matrix(GgmlType::Q4_K, k.p.w.data(), rows, cols, k.bytes.data());
+  return k;
+}
+
+// Each ISA's tile equals the scalar reference bit for bit, for every token count of the
+// tile, on a last group of 5 valid rows whose padding must stay unwritten.
+TEST(PackedTile, EveryIsaEqualsScalarReferenceBitForBit) {
+  const int64_t rows = 37, cols = 768;
+  const Packed k = make_packed(rows, cols);
+  const int64_t astride = row_bytes(GgmlType::Q8_K, cols);
+  std::vector<uint8_t> act(kPackTokens * astride);
+  for (int t = 0; t < kPackTokens; ++t) {
+    const auto x = test::gaussian(cols, 1.0f + t);
+    traits_for(GgmlType::Q8_K, Isa::Scalar)->quantize_act_row(x.data(), act.data() + t * astride, cols);
+  }
+  const PackedTile ref = packed_tile(GgmlType::Q4_K, Isa::Scalar);
+  ASSERT_NE(ref, nullptr);
+  const int64_t gb = packed_group_bytes(GgmlType::Q4_K, cols), ldy = 21;
+  int checked = 0;
+  for (Isa isa : test::all_isas()) {
+    const PackedTile tile = packed_tile(GgmlType::Q4_K, isa);
+    if (!tile) continue;
+    ++checked;
+    for (int64_t g = 0; g * kPackRows < rows; ++g) {
+      const int valid = static_cast<int>(std::min<int64_t>(kPackRows, rows - g * kPackRows));
+      const uint8_t* group = k.bytes.data() + g * gb;
+      for (int nt = 1; nt <= kPackTokens; ++nt) {
+        std::vector<float> want(kPackTokens * ldy, -7.0f), got(kPackTokens * ldy, -7.0f);
+        for (int t = 0; t < nt; ++t) ref(cols, group, act.data() + t * astride, astride, 1, want.data() + t * ldy, ldy, valid);
+        tile(cols, group, act.data(), astride, nt, got.data(), ldy, valid);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << kernels::cpu::isa_name(isa) << " group " << g << " nt " << nt << " at " << i;
+      }
+    }
+  }
+  EXPECT_GE(checked, 1);
+}
+
+// The packed product through gemm() (every batch size) and gemv(): each row bit-identical
+// to the GEMV's, and within the activation-quantization bound of the float64 product.
+TEST(PackedMatmul, GemmRowsEqualGemvAndFloat64Bound) {
+  if (!packed_tile(GgmlType::Q4_K, kernels::cpu::active_isa()))
+    GTEST_SKIP() << "no packed Q4_K kernel for " << kernels::cpu::active_isa_name();
+  const Packed k = make_packed(53, 512 + 256);
+  const QMatrix W = k.W();
+  for (const int64_t M : {1, 2, 5, 9, 33}) {
+    const int64_t ldx = k.p.cols + 3, ldy = k.p.rows + 5;
+    const auto X = test::gaussian(M * ldx);
+    std::vector<float> Y(M * ldy, -7.0f);
+    gemm(default_thread_pool(), W, {.X = X.data(), .M = M, .ldx = ldx, .Y = Y.data(), .ldy = ldy});
+    for (int64_t m = 0; m < M; ++m) {
+      std::vector<float> y(k.p.rows);
+      gemv(default_thread_pool(), W, X.data() + m * ldx, y.data());
+      std::vector<double> bound;
+      const auto ref = reference_bounds(traits(GgmlType::Q4_K), k.p, X.data() + m * ldx, bound);
+      for (int64_t r = 0; r < k.p.rows; ++r) {
+        ASSERT_EQ(Y[m * ldy + r], y[r]) << "M=" << M << " m=" << m << " r=" << r;
+        ASSERT_NEAR(y[r], ref[r], bound[r]) << "r=" << r;
+      }
+      for (int64_t r = k.p.rows; r < ldy; ++r) ASSERT_EQ(Y[m * ldy + r], -7.0f);  // padding untouched
+    }
+  }
+}
+
+// A packed matrix among the fused decode projections equals its own gemv.
+TEST(PackedMatmul, GemvManyWithPackedOutputEqualsGemv) {
+  if (!packed_tile(GgmlType::Q4_K, kernels::cpu::active_isa()))
+    GTEST_SKIP() << "no packed Q4_K kernel for " << kernels::cpu::active_isa_name();
+  const int64_t cols = 512;
+  const Packed a = make_packed(45, cols), b = make_packed(16, cols);
+  const Problem c = make_problem(GgmlType::Q6_K, 29, cols);
+  const auto x = test::gaussian(cols);
+  std::vector<float> ya(a.p.rows, NAN), yb(b.p.rows, NAN), yc(c.rows, NAN);
+  const GemvOutput outs[] = {{a.W(), ya.data()}, {{GgmlType::Q6_K, c.w.data(), c.rows, cols}, yc.data()}, {b.W(), yb.data()}};
+  gemv_many(default_thread_pool(), outs, x.data());
+  for (const auto& [o, y] : {std::pair{outs[0], &ya}, std::pair{outs[1], &yc}, std::pair{outs[2], &yb}}) {
+    std::vector<float> want(o.W.rows);
+    gemv(default_thread_pool(), o.W, x.data(), want.data());
+    for (int64_t r = 0; r < o.W.rows; ++r) ASSERT_EQ((*y)[r], want[r]) << traits(o.W.type).name << " row " << r;
+  }
 }
 
 TEST(MatmulBadInput, Errors) {

@@ -1,0 +1,124 @@
+// quant/packed.cpp — repacking GGUF rows into the interleaved groups, the scalar reference
+// tile (the definition the SIMD kernels match bit for bit) and the kernel choice.
+#include "quant/packed.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <string_view>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "quant/blocks.h"
+#include "quant/traits.h"
+
+namespace squeeze::quant {
+
+namespace impl {
+// packed_avx512.cpp
+void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                             int64_t ldy, int n_valid);
+}  // namespace impl
+
+namespace {
+
+void pack_group_q4k(const uint8_t* src, int64_t row_bytes, int n_rows, int64_t nb, PackedQ4K* dst) {
+  std::memset(dst, 0, static_cast<size_t>(nb) * sizeof(PackedQ4K));
+  for (int r = 0; r < n_rows; ++r) {
+    const auto* row = reinterpret_cast<const BlockQ4_K*>(src + r * row_bytes);
+    for (int64_t i = 0; i < nb; ++i) {
+      const BlockQ4_K& b = row[i];
+      PackedQ4K& p = dst[i];
+      p.d[r] = b.d;
+      p.dmin[r] = b.dmin;
+      for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        k_scale_min(b.scales, j, sc, m);
+        p.scales[j][r] = sc;
+        p.mins[j / 2][r][j % 2] = m;
+      }
+      for (int c = 0; c < 4; ++c)
+        for (int q = 0; q < 8; ++q) std::memcpy(p.qs[c][q][r], b.qs + 32 * c + 4 * q, 4);
+    }
+  }
+}
+
+// The definition of the packed Q4_K product (quant/packed.h): exact integer sums per
+// super-block, then two FMAs per block in block order.
+void ref_packed_tile_q4k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                         int64_t ldy, int n_valid) {
+  const auto* g = static_cast<const PackedQ4K*>(group);
+  const int64_t nb = K / kQK_K;
+  for (int t = 0; t < nt; ++t) {
+    const auto* act = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride);
+    for (int r = 0; r < n_valid; ++r) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < nb; ++i) {
+        const PackedQ4K& p = g[i];
+        const BlockQ8_K& x = act[i];
+        int32_t sumi = 0, summ = 0;
+        for (int c = 0; c < 4; ++c) {
+          int32_t lo = 0, hi = 0;
+          for (int q = 0; q < 8; ++q)
+            for (int e = 0; e < 4; ++e) {
+              const uint8_t byte = p.qs[c][q][r][e];
+              lo += (byte & 0x0F) * x.qs[64 * c + 4 * q + e];
+              hi += (byte >> 4) * x.qs[64 * c + 32 + 4 * q + e];
+            }
+          sumi += lo * p.scales[2 * c][r] + hi * p.scales[2 * c + 1][r];
+        }
+        for (int j = 0; j < 8; ++j) summ += p.mins[j / 2][r][j % 2] * (x.bsums[2 * j] + x.bsums[2 * j + 1]);
+        const float dd = f16_to_f32(p.d[r]) * x.d, dm = f16_to_f32(p.dmin[r]) * x.d;
+        acc = std::fma(dd, static_cast<float>(sumi), acc);
+        acc = std::fma(-dm, static_cast<float>(summ), acc);
+      }
+      y[t * ldy + r] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa) {
+  using kernels::cpu::Isa;
+  if (type != GgmlType::Q4_K) return nullptr;
+  switch (isa) {
+    case Isa::Scalar: return ref_packed_tile_q4k;
+    case Isa::Avx512:
+      return cpu_features().has_avx512_vnni() ? impl::avx512_packed_tile_q4_k : nullptr;
+    default: return nullptr;
+  }
+}
+
+bool packs(GgmlType type) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("SQUEEZE_REPACK");
+    return !(e && std::string_view(e) == "0");
+  }();
+  const auto isa = kernels::cpu::active_isa();
+  return enabled && isa != kernels::cpu::Isa::Scalar && packed_tile(type, isa) != nullptr;
+}
+
+int64_t packed_group_bytes(GgmlType type, int64_t cols) {
+  SQZ_CHECK(type == GgmlType::Q4_K, "packed weights: no packed layout for ", traits(type).name);
+  SQZ_CHECK(cols > 0 && cols % kQK_K == 0, "packed weights: row length ", cols, " is not a multiple of ", kQK_K);
+  return cols / kQK_K * static_cast<int64_t>(sizeof(PackedQ4K));
+}
+
+int64_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
+  return (rows + kPackRows - 1) / kPackRows * packed_group_bytes(type, cols);
+}
+
+void pack_matrix(GgmlType type, const void* src, int64_t rows, int64_t cols, void* dst) {
+  const int64_t gb = packed_group_bytes(type, cols), rb = row_bytes(type, cols), nb = cols / kQK_K;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t r0 = 0, g = 0; r0 < rows; r0 += kPackRows, ++g) {
+    const int n = static_cast<int>(std::min<int64_t>(kPackRows, rows - r0));
+    pack_group_q4k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4K*>(d + g * gb));
+  }
+}
+
+}  // namespace squeeze::quant

@@ -1,0 +1,65 @@
+// quant/packed.h — weight matrices repacked at load time for the integer GEMM / GEMV.
+//
+// A packed matrix interleaves groups of kPackRows (16) weight rows block by block, so that
+// one 64-byte load holds 4 consecutive codes of each of the 16 rows: one `vpdpbusd` with a
+// broadcast of 4 activation codes then advances 16 output rows at once, and every weight
+// byte is decoded once per tile of tokens instead of once per token. The kernels stream a
+// group's blocks linearly along K. Rows past the matrix's end (the last group's padding)
+// are zero and never written out.
+//
+// The per-row arithmetic is fixed and independent of the tile: each super-block's sums are
+// exact integers, folded into one f32 accumulator per (row, token) by FMAs in block order.
+// So a row's value does not depend on how many tokens were computed with it (the GEMM is
+// bit-identical to the GEMV: batch invariance), and the AVX-512 kernel is bit-identical
+// to the scalar reference (tests compare bytes).
+#pragma once
+
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+#include "kernels/cpu/ops.h"
+
+namespace squeeze::quant {
+
+using gguf::GgmlType;
+
+inline constexpr int kPackRows = 16;
+// Most tokens one tile call computes.
+inline constexpr int kPackTokens = 4;
+
+// Q4_K super-block of 16 rows (2368 bytes, 37 cache lines). The sums per row r and token
+// with Q8_K block y are sumi = Σ_j scales[j][r]·Σ_{k∈j} q[r][k]·y.qs[k] and
+// summ = Σ_j m_j[r]·(y.bsums[2j] + y.bsums[2j+1]); the row's value accumulates
+// fma(d[r]·y.d, sumi, acc) then fma(−dmin[r]·y.d, summ, acc).
+struct PackedQ4K {
+  uint16_t d[kPackRows];        // f16
+  uint16_t dmin[kPackRows];     // f16
+  uint8_t scales[8][kPackRows];  // sub-block j's 6-bit scale of row r
+  uint8_t mins[4][kPackRows][2];  // the mins of sub-blocks 2p, 2p+1 of row r
+  // Chunk c, quad q, row r: bytes 32c+4q .. 32c+4q+3 of the row's qs (low nibbles:
+  // elements 64c+4q.., high nibbles: elements 64c+32+4q..).
+  uint8_t qs[4][8][kPackRows][4];
+};
+static_assert(sizeof(PackedQ4K) == 2368);
+
+// The tile kernel: tokens t < nt ≤ kPackTokens, Q8_K activation rows at a + t·a_stride
+// bytes; writes y[t·ldy + r] for the group's rows r < n_valid. K a multiple of 256.
+using PackedTile = void (*)(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                            int64_t ldy, int n_valid);
+
+// The tile kernel of `type` for `isa`; null where that ISA has none (or the CPU lacks it).
+PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa);
+
+// True if weights of `type` should be packed for the active ISA (it has a packed kernel and
+// SQUEEZE_REPACK is not 0).
+bool packs(GgmlType type);
+
+// Bytes of the packed form of a rows × cols matrix (cols a multiple of 256).
+int64_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
+// Bytes of one packed group (kPackRows rows × cols).
+int64_t packed_group_bytes(GgmlType type, int64_t cols);
+
+// Packs rows × cols of GGUF rows (row_bytes(type, cols) apart) into dst (packed_bytes).
+void pack_matrix(GgmlType type, const void* src, int64_t rows, int64_t cols, void* dst);
+
+}  // namespace squeeze::quant

@@ -1,0 +1,114 @@
+// quant/packed_avx512.cpp — the packed Q4_K × Q8_K tile with AVX-512 VNNI. Compiled with
+// squeeze_isa_sources(avx512 ...).
+//
+// One zmm of a packed group holds 4 codes of each of 16 rows; `vpdpbusd` with a broadcast
+// of the token's 4 matching activation codes adds 16 rows' partial dots in one
+// instruction. Each 64-byte load yields two such vectors (low and high nibbles, two
+// sub-blocks), used by every token of the tile. Sub-block sums are scaled with vpmulld
+// and the min term is 4 `vpdpwssd` of the (min, min) pairs with the activation's pair sums:
+// the integers are exact, so the result is bit for bit the scalar reference
+// (quant/packed.cpp), whatever the tile's token count.
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/avx512.cpp)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/packed.h"
+
+namespace squeeze::quant::impl {
+namespace {
+
+inline __m512i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+template <int NT>
+void tile_q4k(int64_t K, const PackedQ4K* g, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy,
+              int n_valid) {
+  const BlockQ8_K* x[NT];
+  __m512 acc[NT];
+  #pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+    x[t] = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
+    acc[t] = _mm512_setzero_ps();
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const int64_t nb = K / kQK_K;
+  for (int64_t i = 0; i < nb; ++i) {
+    const PackedQ4K& p = g[i];
+    __m512i sumi[NT], summ[NT];
+    {
+      __m512i mins[4];
+      for (int pp = 0; pp < 4; ++pp)
+        mins[pp] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.mins[pp])));
+      #pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        // Sub-block sums s_j = bsums[2j] + bsums[2j+1] (|s_j| ≤ 4096), packed to i16 so
+        // that dwords 0, 1, 4, 5 hold the pairs (s0,s1), (s2,s3), (s4,s5), (s6,s7).
+        const __m256i s = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t][i].bsums)), ones16);
+        const __m512i pairs = _mm512_castsi256_si512(_mm256_packs_epi32(s, s));
+        __m512i m = _mm512_setzero_si512();
+        m = _mm512_dpwssd_epi32(m, mins[0], _mm512_permutexvar_epi32(_mm512_set1_epi32(0), pairs));
+        m = _mm512_dpwssd_epi32(m, mins[1], _mm512_permutexvar_epi32(_mm512_set1_epi32(1), pairs));
+        m = _mm512_dpwssd_epi32(m, mins[2], _mm512_permutexvar_epi32(_mm512_set1_epi32(4), pairs));
+        m = _mm512_dpwssd_epi32(m, mins[3], _mm512_permutexvar_epi32(_mm512_set1_epi32(5), pairs));
+        summ[t] = m;
+        sumi[t] = _mm512_setzero_si512();
+      }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m512i lo_acc[NT], hi_acc[NT];
+      #pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) lo_acc[t] = hi_acc[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        const __m512i w = _mm512_loadu_si512(p.qs[c][q]);
+        const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+        #pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) {
+          lo_acc[t] = _mm512_dpbusd_epi32(lo_acc[t], lo, broadcast4(x[t][i].qs + 64 * c + 4 * q));
+          hi_acc[t] = _mm512_dpbusd_epi32(hi_acc[t], hi, broadcast4(x[t][i].qs + 64 * c + 32 + 4 * q));
+        }
+      }
+      const __m512i sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.scales[2 * c])));
+      const __m512i sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.scales[2 * c + 1])));
+      #pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t)
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(_mm512_mullo_epi32(lo_acc[t], sl),
+                                                             _mm512_mullo_epi32(hi_acc[t], sh)));
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.dmin)));
+    #pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+      const __m512 ad = _mm512_set1_ps(x[t][i].d);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, ad), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, ad), _mm512_cvtepi32_ps(summ[t]), acc[t]);
+    }
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << n_valid) - 1u);
+  #pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
+}
+
+}  // namespace
+
+void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                             int64_t ldy, int n_valid) {
+  const auto* g = static_cast<const PackedQ4K*>(group);
+  const auto* act = static_cast<const uint8_t*>(a);
+  switch (nt) {
+    case 1: return tile_q4k<1>(K, g, act, a_stride, y, ldy, n_valid);
+    case 2: return tile_q4k<2>(K, g, act, a_stride, y, ldy, n_valid);
+    case 3: return tile_q4k<3>(K, g, act, a_stride, y, ldy, n_valid);
+    default: return tile_q4k<4>(K, g, act, a_stride, y, ldy, n_valid);
+  }
+}
+
+}  // namespace squeeze::quant::impl
