@@ -85,22 +85,32 @@ void BM_ReadBandwidth(benchmark::State& state) {
 BENCHMARK(BM_ReadBandwidth)->Name("Bandwidth/read")->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ReadBandwidth)->Name("Bandwidth1T/read")->Arg(1)->Unit(benchmark::kMillisecond);
 
-void BM_Gemv(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols) {
-  const size_t bytes = static_cast<size_t>(rows * quant::row_bytes(type, cols));
+void BM_Gemv(benchmark::State& state, GgmlType type, int64_t rows, int64_t cols, bool packed) {
+  const size_t bytes = static_cast<size_t>(packed ? quant::packed_bytes(type, rows, cols)
+                                                  : rows * quant::row_bytes(type, cols));
   const size_t count = std::max<size_t>(2, (kRotateBytes + bytes - 1) / bytes);
   std::vector<AlignedBuffer> mats;
   mats.push_back(make_matrix(type, rows, cols, 1));
+  AlignedBuffer first_packed;
+  if (packed) {
+    first_packed = AlignedBuffer(bytes);
+    quant::pack_matrix(type, mats[0].data(), rows, cols, first_packed.data());
+  }
+  const uint8_t* src = static_cast<const uint8_t*>(packed ? first_packed.data() : mats[0].data());
   for (size_t i = 1; i < count; ++i) {  // copies: same content, distinct memory
     AlignedBuffer m(bytes);
-    std::memcpy(m.data(), mats[0].data(), bytes);
+    std::memcpy(m.data(), src, bytes);
     mats.push_back(std::move(m));
   }
+  if (packed) mats[0] = std::move(first_packed);
   const auto x = gaussian(static_cast<size_t>(cols), 7);
   std::vector<float> y(static_cast<size_t>(rows));
   ThreadPool& pool = pool_for(state);
   size_t i = 0;
   for (auto _ : state) {
-    quant::gemv(pool, {type, mats[i].data(), rows, cols}, x.data(), y.data());
+    quant::QMatrix W{type, mats[i].data(), rows, cols};
+    if (packed) W.packed = W.data;  // the packed kernels read only .packed
+    quant::gemv(pool, W, x.data(), y.data());
     benchmark::DoNotOptimize(y.data());
     i = (i + 1) % mats.size();
   }
@@ -156,15 +166,20 @@ void BM_Dot(benchmark::State& state, GgmlType type, quant::Isa isa) {
 const bool kRegistered = [] {
   for (GgmlType type : kTypes) {
     const std::string name = quant::traits(type).name;
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}})
-      benchmark::RegisterBenchmark(("Gemv/" + name + "/" + std::to_string(rows) + "x" + std::to_string(cols)).c_str(),
-                                   BM_Gemv, type, rows, cols)
-          ->Arg(0)
-          ->Unit(benchmark::kMicrosecond)
-          ->UseRealTime();
-    benchmark::RegisterBenchmark(("Gemv1T/" + name + "/4096x4096").c_str(), BM_Gemv, type, int64_t{4096}, int64_t{4096})
-        ->Arg(1)
-        ->Unit(benchmark::kMicrosecond);
+    for (bool packed : {false, true}) {
+      if (packed && !quant::packs(type)) continue;
+      const std::string tag = name + (packed ? "+packed" : "");
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}})
+        benchmark::RegisterBenchmark(("Gemv/" + tag + "/" + std::to_string(rows) + "x" + std::to_string(cols)).c_str(),
+                                     BM_Gemv, type, rows, cols, packed)
+            ->Arg(0)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      benchmark::RegisterBenchmark(("Gemv1T/" + tag + "/4096x4096").c_str(), BM_Gemv, type, int64_t{4096},
+                                   int64_t{4096}, packed)
+          ->Arg(1)
+          ->Unit(benchmark::kMicrosecond);
+    }
     for (bool packed : {false, true}) {
       if (packed && !quant::packs(type)) continue;
       for (int64_t M : {64, 512})

@@ -20,6 +20,8 @@ namespace impl {
 // packed_avx512.cpp
 void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                              int64_t ldy, int n_valid);
+void avx512_packed_tile_q6_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                             int64_t ldy, int n_valid);
 }  // namespace impl
 
 namespace {
@@ -79,15 +81,75 @@ void ref_packed_tile_q4k(int64_t K, const void* group, const void* a, int64_t a_
   }
 }
 
+// The 6-bit code (q + 32) of element k of a Q6_K block.
+int q6k_code(const BlockQ6_K& b, int k) {
+  const int half = k / 128, m = k % 128 / 32, l = k % 32;
+  const uint8_t low = b.ql[64 * half + l + (m & 1) * 32];
+  const int nib = m < 2 ? low & 0x0F : low >> 4;
+  return nib | ((b.qh[32 * half + l] >> (2 * m)) & 3) << 4;
+}
+
+void pack_group_q6k(const uint8_t* src, int64_t row_bytes, int n_rows, int64_t nb, PackedQ6K* dst) {
+  std::memset(dst, 0, static_cast<size_t>(nb) * sizeof(PackedQ6K));
+  for (int r = 0; r < n_rows; ++r) {
+    const auto* row = reinterpret_cast<const BlockQ6_K*>(src + r * row_bytes);
+    for (int64_t i = 0; i < nb; ++i) {
+      const BlockQ6_K& b = row[i];
+      PackedQ6K& p = dst[i];
+      p.d[r] = f16_to_f32(b.d);
+      for (int h = 0; h < 16; ++h) p.scales[h / 2][r][h % 2] = b.scales[h];
+      for (int k = 0; k < kQK_K; ++k) {
+        const int u = q6k_code(b, k), h = k / 16, s = k % 16 / 4, e = k % 4;
+        p.ql[2 * h + s / 2][r][e] |= static_cast<uint8_t>((u & 0x0F) << (4 * (s & 1)));
+        p.qh[h][r][e] |= static_cast<uint8_t>((u >> 4) << (2 * s));
+      }
+    }
+  }
+}
+
+// The definition of the packed Q6_K product (quant/packed.h).
+void ref_packed_tile_q6k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                         int64_t ldy, int n_valid) {
+  const auto* g = static_cast<const PackedQ6K*>(group);
+  const int64_t nb = K / kQK_K;
+  for (int t = 0; t < nt; ++t) {
+    const auto* act = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride);
+    for (int r = 0; r < n_valid; ++r) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < nb; ++i) {
+        const PackedQ6K& p = g[i];
+        const BlockQ8_K& x = act[i];
+        int32_t sumi = 0, offset = 0;
+        for (int h = 0; h < 16; ++h) {
+          int32_t dot = 0;
+          for (int w = 0; w < 16; ++w) {
+            const int s = w / 4, e = w % 4;
+            const int u = (p.ql[2 * h + s / 2][r][e] >> (4 * (s & 1)) & 0x0F) | (p.qh[h][r][e] >> (2 * s) & 3) << 4;
+            dot += u * x.qs[16 * h + w];
+          }
+          const int sc = p.scales[h / 2][r][h % 2];
+          sumi += sc * dot;
+          offset += sc * x.bsums[h];
+        }
+        sumi -= 32 * offset;
+        acc = std::fma(p.d[r] * x.d, static_cast<float>(sumi), acc);
+      }
+      y[t * ldy + r] = acc;
+    }
+  }
+}
+
 }  // namespace
 
 PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa) {
   using kernels::cpu::Isa;
-  if (type != GgmlType::Q4_K) return nullptr;
+  const bool q4 = type == GgmlType::Q4_K;
+  if (!q4 && type != GgmlType::Q6_K) return nullptr;
   switch (isa) {
-    case Isa::Scalar: return ref_packed_tile_q4k;
+    case Isa::Scalar: return q4 ? ref_packed_tile_q4k : ref_packed_tile_q6k;
     case Isa::Avx512:
-      return cpu_features().has_avx512_vnni() ? impl::avx512_packed_tile_q4_k : nullptr;
+      if (!cpu_features().has_avx512_vnni()) return nullptr;
+      return q4 ? impl::avx512_packed_tile_q4_k : impl::avx512_packed_tile_q6_k;
     default: return nullptr;
   }
 }
@@ -102,9 +164,10 @@ bool packs(GgmlType type) {
 }
 
 int64_t packed_group_bytes(GgmlType type, int64_t cols) {
-  SQZ_CHECK(type == GgmlType::Q4_K, "packed weights: no packed layout for ", traits(type).name);
+  SQZ_CHECK(type == GgmlType::Q4_K || type == GgmlType::Q6_K, "packed weights: no packed layout for ",
+            traits(type).name);
   SQZ_CHECK(cols > 0 && cols % kQK_K == 0, "packed weights: row length ", cols, " is not a multiple of ", kQK_K);
-  return cols / kQK_K * static_cast<int64_t>(sizeof(PackedQ4K));
+  return cols / kQK_K * static_cast<int64_t>(type == GgmlType::Q4_K ? sizeof(PackedQ4K) : sizeof(PackedQ6K));
 }
 
 int64_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
@@ -117,7 +180,8 @@ void pack_matrix(GgmlType type, const void* src, int64_t rows, int64_t cols, voi
   auto* d = static_cast<uint8_t*>(dst);
   for (int64_t r0 = 0, g = 0; r0 < rows; r0 += kPackRows, ++g) {
     const int n = static_cast<int>(std::min<int64_t>(kPackRows, rows - r0));
-    pack_group_q4k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4K*>(d + g * gb));
+    if (type == GgmlType::Q4_K) pack_group_q4k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4K*>(d + g * gb));
+    else pack_group_q6k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ6K*>(d + g * gb));
   }
 }
 

@@ -42,6 +42,22 @@ struct PackedQ4K {
 };
 static_assert(sizeof(PackedQ4K) == 2368);
 
+// Q6_K super-block of 16 rows (3392 bytes, 53 cache lines). Codes u = q + 32 in [0, 63]
+// (unsigned, as vpdpbusd wants them); the offset comes back through the activation's bsums
+// (one per 16-element sub-block): sumi = Σ_h sc_h[r]·Σ_{k∈h} u[r][k]·y.qs[k]
+// − 32·Σ_h sc_h[r]·y.bsums[h]; the row's value accumulates fma(d[r]·y.d, sumi, acc).
+struct PackedQ6K {
+  float d[kPackRows];                // the f16 d, widened
+  int8_t scales[8][kPackRows][2];    // scales of sub-blocks 2p, 2p+1 of row r
+  // Quad pair p (elements 8p .. 8p+7), row r, byte e: low 4 bits of element 8p+e in the
+  // low nibble, of element 8p+4+e in the high nibble.
+  uint8_t ql[32][kPackRows][4];
+  // Sub-block h (elements 16h .. 16h+15), row r, byte e: the 2 high bits of element
+  // 16h+4s+e in bits 2s, 2s+1.
+  uint8_t qh[16][kPackRows][4];
+};
+static_assert(sizeof(PackedQ6K) == 3392);
+
 // The tile kernel: tokens t < nt ≤ kPackTokens, Q8_K activation rows at a + t·a_stride
 // bytes; writes y[t·ldy + r] for the group's rows r < n_valid. K a multiple of 256.
 using PackedTile = void (*)(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
@@ -50,6 +66,7 @@ using PackedTile = void (*)(int64_t K, const void* group, const void* a, int64_t
 // The tile kernel of `type` for `isa`; null where that ISA has none (or the CPU lacks it).
 PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa);
 
+// Packed layouts: Q4_K and Q6_K.
 // True if weights of `type` should be packed for the active ISA (it has a packed kernel and
 // SQUEEZE_REPACK is not 0).
 bool packs(GgmlType type);

@@ -234,35 +234,39 @@ TEST(MatmulMany, EachOutputEqualsItsGemv) {
 // ---- packed weights (quant/packed.h) ----
 
 struct Packed {
+  GgmlType type;
   Problem p;
   std::vector<uint8_t> bytes;
-  QMatrix W() const { return {.type = GgmlType::Q4_K, .data = p.w.data(), .rows = p.rows, .cols = p.cols, .packed = bytes.data()}; }
+  QMatrix W() const { return {.type = type, .data = p.w.data(), .rows = p.rows, .cols = p.cols, .packed = bytes.data()}; }
 };
 
-Packed make_packed(int64_t rows, int64_t cols) {
-  Packed k{make_problem(GgmlType::Q4_K, rows, cols), {}};
-  k.bytes.resize(static_cast<size_t>(packed_bytes(GgmlType::Q4_K, rows, cols)));
-  pack_matrix(GgmlType::Q4_K, k.p.w.data(), rows, cols, k.bytes.data());
+Packed make_packed(GgmlType type, int64_t rows, int64_t cols) {
+  Packed k{type, make_problem(type, rows, cols), {}};
+  k.bytes.resize(static_cast<size_t>(packed_bytes(type, rows, cols)));
+  pack_matrix(type, k.p.w.data(), rows, cols, k.bytes.data());
   return k;
 }
 
+class PackedTypes : public ::testing::TestWithParam<GgmlType> {};
+
 // Each ISA's tile equals the scalar reference bit for bit, for every token count of the
 // tile, on a last group of 5 valid rows whose padding must stay unwritten.
-TEST(PackedTile, EveryIsaEqualsScalarReferenceBitForBit) {
+TEST_P(PackedTypes, EveryIsaTileEqualsScalarReferenceBitForBit) {
+  const GgmlType type = GetParam();
   const int64_t rows = 37, cols = 768;
-  const Packed k = make_packed(rows, cols);
+  const Packed k = make_packed(type, rows, cols);
   const int64_t astride = row_bytes(GgmlType::Q8_K, cols);
   std::vector<uint8_t> act(kPackTokens * astride);
   for (int t = 0; t < kPackTokens; ++t) {
     const auto x = test::gaussian(cols, 1.0f + t);
     traits_for(GgmlType::Q8_K, Isa::Scalar)->quantize_act_row(x.data(), act.data() + t * astride, cols);
   }
-  const PackedTile ref = packed_tile(GgmlType::Q4_K, Isa::Scalar);
+  const PackedTile ref = packed_tile(type, Isa::Scalar);
   ASSERT_NE(ref, nullptr);
-  const int64_t gb = packed_group_bytes(GgmlType::Q4_K, cols), ldy = 21;
+  const int64_t gb = packed_group_bytes(type, cols), ldy = 21;
   int checked = 0;
   for (Isa isa : test::all_isas()) {
-    const PackedTile tile = packed_tile(GgmlType::Q4_K, isa);
+    const PackedTile tile = packed_tile(type, isa);
     if (!tile) continue;
     ++checked;
     for (int64_t g = 0; g * kPackRows < rows; ++g) {
@@ -282,10 +286,11 @@ TEST(PackedTile, EveryIsaEqualsScalarReferenceBitForBit) {
 
 // The packed product through gemm() (every batch size) and gemv(): each row bit-identical
 // to the GEMV's, and within the activation-quantization bound of the float64 product.
-TEST(PackedMatmul, GemmRowsEqualGemvAndFloat64Bound) {
-  if (!packed_tile(GgmlType::Q4_K, kernels::cpu::active_isa()))
-    GTEST_SKIP() << "no packed Q4_K kernel for " << kernels::cpu::active_isa_name();
-  const Packed k = make_packed(53, 512 + 256);
+TEST_P(PackedTypes, GemmRowsEqualGemvAndFloat64Bound) {
+  const GgmlType type = GetParam();
+  if (!packed_tile(type, kernels::cpu::active_isa()))
+    GTEST_SKIP() << "no packed kernel for " << kernels::cpu::active_isa_name();
+  const Packed k = make_packed(type, 53, 512 + 256);
   const QMatrix W = k.W();
   for (const int64_t M : {1, 2, 5, 9, 33}) {
     const int64_t ldx = k.p.cols + 3, ldy = k.p.rows + 5;
@@ -296,7 +301,7 @@ TEST(PackedMatmul, GemmRowsEqualGemvAndFloat64Bound) {
       std::vector<float> y(k.p.rows);
       gemv(default_thread_pool(), W, X.data() + m * ldx, y.data());
       std::vector<double> bound;
-      const auto ref = reference_bounds(traits(GgmlType::Q4_K), k.p, X.data() + m * ldx, bound);
+      const auto ref = reference_bounds(traits(type), k.p, X.data() + m * ldx, bound);
       for (int64_t r = 0; r < k.p.rows; ++r) {
         ASSERT_EQ(Y[m * ldy + r], y[r]) << "M=" << M << " m=" << m << " r=" << r;
         ASSERT_NEAR(y[r], ref[r], bound[r]) << "r=" << r;
@@ -306,16 +311,19 @@ TEST(PackedMatmul, GemmRowsEqualGemvAndFloat64Bound) {
   }
 }
 
-// A packed matrix among the fused decode projections equals its own gemv.
-TEST(PackedMatmul, GemvManyWithPackedOutputEqualsGemv) {
+INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::Values(GgmlType::Q4_K, GgmlType::Q6_K),
+                         [](const auto& info) { return std::string(traits(info.param).name); });
+
+// Packed matrices among the fused decode projections equal their own gemv.
+TEST(PackedMatmul, GemvManyWithPackedOutputsEqualsGemv) {
   if (!packed_tile(GgmlType::Q4_K, kernels::cpu::active_isa()))
-    GTEST_SKIP() << "no packed Q4_K kernel for " << kernels::cpu::active_isa_name();
+    GTEST_SKIP() << "no packed kernel for " << kernels::cpu::active_isa_name();
   const int64_t cols = 512;
-  const Packed a = make_packed(45, cols), b = make_packed(16, cols);
-  const Problem c = make_problem(GgmlType::Q6_K, 29, cols);
+  const Packed a = make_packed(GgmlType::Q4_K, 45, cols), b = make_packed(GgmlType::Q6_K, 16, cols);
+  const Problem c = make_problem(GgmlType::Q8_0, 29, cols);
   const auto x = test::gaussian(cols);
   std::vector<float> ya(a.p.rows, NAN), yb(b.p.rows, NAN), yc(c.rows, NAN);
-  const GemvOutput outs[] = {{a.W(), ya.data()}, {{GgmlType::Q6_K, c.w.data(), c.rows, cols}, yc.data()}, {b.W(), yb.data()}};
+  const GemvOutput outs[] = {{a.W(), ya.data()}, {{GgmlType::Q8_0, c.w.data(), c.rows, cols}, yc.data()}, {b.W(), yb.data()}};
   gemv_many(default_thread_pool(), outs, x.data());
   for (const auto& [o, y] : {std::pair{outs[0], &ya}, std::pair{outs[1], &yc}, std::pair{outs[2], &yb}}) {
     std::vector<float> want(o.W.rows);
