@@ -9,6 +9,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/ops.h"
+#include "quant/packed.h"
 #include "quant/traits.h"
 
 namespace {
@@ -45,6 +46,14 @@ int run_info(int argc, char** argv) {
     dots += (dots.empty() ? "" : ", ") + std::string(t.name) + " " + isa;
   }
   std::printf("weight dots: %s\n", dots.c_str());
+  std::string packed;
+  for (quant::GgmlType type : quant::supported_types())
+    if (quant::packs(type)) packed += (packed.empty() ? "" : ", ") + std::string(quant::traits(type).name);
+  if (packed.empty())
+    std::printf("packed weights: none (repacking needs the avx512 table; SQUEEZE_REPACK=0 turns it off)\n");
+  else
+    std::printf("packed weights: %s repacked at load into %d-row groups for the %s integer tile (SQUEEZE_REPACK=0 "
+                "turns it off)\n", packed.c_str(), quant::kPackRows, cpu::active_isa_name());
   std::printf("attention: %s\n", cpu::attention_kernel_name());
   std::printf("blas: %s\n", squeeze::kernels::cpu::blas_name());
   return 0;

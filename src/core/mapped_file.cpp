@@ -49,6 +49,16 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 
 MappedFile::~MappedFile() { release(); }
 
+void MappedFile::release_pages(const void* p, size_t n) const {
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+  const auto lo = reinterpret_cast<uintptr_t>(data_), hi = lo + size_;
+  if (begin < lo || end > hi) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = (begin + page - 1) / page * page, b = end / page * page;
+  // Advice only: on failure the pages simply stay resident.
+  if (a < b) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
+
 void MappedFile::release() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;

@@ -24,6 +24,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Hands back the resident pages wholly inside [p, p + n) (a range of this mapping): the
+  // process stops counting them, and a later read faults them in again from the file.
+  // For bytes whose copy the caller keeps elsewhere (repacked weights).
+  void release_pages(const void* p, size_t n) const;
 
  private:
   void release();

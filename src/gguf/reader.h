@@ -50,6 +50,11 @@ class File {
   const TensorInfo* find_tensor(std::string_view name) const;
   // The tensor, or an error "<path>: no tensor named '<name>'".
   const TensorInfo& tensor(std::string_view name) const;
+  // Releases the resident pages of a range of a mapped file's bytes (MappedFile::
+  // release_pages); nothing for File::parse's borrowed bytes, which may not be a mapping.
+  void release_pages(const void* p, size_t n) const {
+    if (mapping_) mapping_->release_pages(p, n);
+  }
 
  private:
   File() = default;

@@ -23,12 +23,15 @@ std::vector<float> vector_f32(const gguf::File& f, const std::string& name) {
   return out;
 }
 
-// Repacks m for the active ISA's integer tile when its type has one.
-void pack(quant::QMatrix& m, std::vector<AlignedBuffer>& storage) {
+// Repacks m for the active ISA's integer tile when its type has one. The file's pages of
+// the original rows are then released (unless `keep`: the embedding lookup reads them):
+// they fault back in from the file if a path with explicit kernels ever reads them.
+void pack(const gguf::File& f, quant::QMatrix& m, std::vector<AlignedBuffer>& storage, bool keep = false) {
   if (!quant::packs(m.type) || m.rows == 0) return;
   AlignedBuffer& buf = storage.emplace_back(static_cast<size_t>(quant::packed_bytes(m.type, m.rows, m.cols)));
   quant::pack_matrix(m.type, m.data, m.rows, m.cols, buf.data());
   m.packed = buf.data();
+  if (!keep) f.release_pages(m.data, static_cast<size_t>(m.rows * quant::row_bytes(m.type, m.cols)));
 }
 
 }  // namespace
@@ -69,8 +72,8 @@ Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
   w.output = c.tied_output ? w.token_embd : matrix(f, "output.weight");
   for (LayerWeights& l : w.layers)
     for (quant::QMatrix* m : {&l.wq, &l.wk, &l.wv, &l.attn_gate, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      if (m->data) pack(*m, w.packed_storage);
-  pack(w.output, w.packed_storage);
+      if (m->data) pack(f, *m, w.packed_storage);
+  pack(f, w.output, w.packed_storage, /*keep=*/c.tied_output);
   return w;
 }
 
