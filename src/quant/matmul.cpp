@@ -66,31 +66,56 @@ void gemm_dequantized(ThreadPool& pool, const QuantTraits& t, const QMatrix& W, 
   }, Y, ldy, M, W.rows, K, t.block_size);
 }
 
-// The active ISA's packed tile for W, or null when W is not packed or explicit kernels
+// The active ISA's packed kernels for W, or nulls when W is not packed or explicit kernels
 // were asked for.
-PackedTile packed_tile_for(const QMatrix& W, const QuantTraits* kernels) {
-  if (!W.packed || kernels) return nullptr;
-  const PackedTile tile = packed_tile(W.type, kernels::cpu::active_isa());
-  SQZ_CHECK(tile != nullptr, "matmul: packed ", traits(W.type).name, " weights but no packed kernel for ",
+struct PackedKernels {
+  PackedTile tile = nullptr;
+  PackedGemv gemv = nullptr;
+  explicit operator bool() const { return tile != nullptr; }
+};
+
+PackedKernels packed_kernels_for(const QMatrix& W, const QuantTraits* kernels) {
+  if (!W.packed || kernels) return {};
+  const auto isa = kernels::cpu::active_isa();
+  const PackedKernels k{packed_tile(W.type, isa), packed_gemv(W.type, isa)};
+  SQZ_CHECK(k.tile && k.gemv, "matmul: packed ", traits(W.type).name, " weights but no packed kernel for ",
             kernels::cpu::active_isa_name());
-  return tile;
+  return k;
 }
 
-// Groups [g0, g1) of packed W for tokens [0, M): tiles of kPackTokens tokens over blocks of
-// four groups, so a block's weights stay in L1/L2 while the tokens pass over it.
-void packed_groups(PackedTile tile, const QMatrix& W, const uint8_t* act, int64_t stride, int64_t M, float* Y,
+// Groups [g0, g1) of packed W for tokens [0, M). One token: the range cut into
+// kPackGemvGroups stretches walked in lockstep (that many weight streams in flight).
+// A batch: tiles of kPackTokens tokens over blocks of four groups, so a block's weights
+// stay in L1/L2 while the tokens pass over it.
+void packed_groups(const PackedKernels& k, const QMatrix& W, const uint8_t* act, int64_t stride, int64_t M, float* Y,
                    int64_t ldy, int64_t g0, int64_t g1) {
   const int64_t gb = packed_group_bytes(W.type, W.cols);
   const auto* base = static_cast<const uint8_t*>(W.packed);
+  const auto valid = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, W.rows - g * kPackRows)); };
+  if (M == 1) {
+    constexpr int S = kPackGemvGroups;
+    const int64_t len = (g1 - g0 + S - 1) / S;
+    for (int64_t j = 0; j < len; ++j) {
+      const void* groups[S];
+      float* ys[S];
+      int n_valid[S], ng = 0;
+      for (int s = 0; s < S; ++s) {
+        const int64_t g = g0 + s * len + j;
+        if (g >= std::min(g1, g0 + (s + 1) * len)) continue;
+        groups[ng] = base + g * gb, ys[ng] = Y + g * kPackRows, n_valid[ng] = valid(g);
+        ++ng;
+      }
+      if (ng) k.gemv(W.cols, groups, ng, act, ys, n_valid);
+    }
+    return;
+  }
   constexpr int64_t kBlock = 4;
   for (int64_t b = g0; b < g1; b += kBlock) {
     const int64_t be = std::min(g1, b + kBlock);
     for (int64_t m = 0; m < M; m += kPackTokens) {
       const int nt = static_cast<int>(std::min<int64_t>(kPackTokens, M - m));
-      for (int64_t g = b; g < be; ++g) {
-        const int n_valid = static_cast<int>(std::min<int64_t>(kPackRows, W.rows - g * kPackRows));
-        tile(W.cols, base + g * gb, act + m * stride, stride, nt, Y + m * ldy + g * kPackRows, ldy, n_valid);
-      }
+      for (int64_t g = b; g < be; ++g)
+        k.tile(W.cols, base + g * gb, act + m * stride, stride, nt, Y + m * ldy + g * kPackRows, ldy, valid(g));
     }
   }
 }
@@ -110,9 +135,9 @@ void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const Qu
   const int64_t K = W.cols;
   const int64_t stride = quantize_activations(t, x, K, 1, K, t_act, nullptr);
   const void* act = stride ? t_act.data() : static_cast<const void*>(x);
-  if (const PackedTile tile = packed_tile_for(W, kernels)) {
+  if (const PackedKernels pk = packed_kernels_for(W, kernels)) {
     pool.parallel_for(0, packed_group_count(W), [&](int64_t g0, int64_t g1) {
-      packed_groups(tile, W, static_cast<const uint8_t*>(act), stride, 1, y, W.rows, g0, g1);
+      packed_groups(pk, W, static_cast<const uint8_t*>(act), stride, 1, y, W.rows, g0, g1);
     });
     return;
   }
@@ -144,7 +169,7 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
     const void* act;
     float* y;
     bool f32_fast;
-    PackedTile packed;
+    PackedKernels packed;
   };
   constexpr size_t kMaxParts = 4;
   SQZ_CHECK(outputs.size() <= kMaxParts, "gemv_many: at most ", kMaxParts, " outputs");
@@ -159,7 +184,7 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
     const QuantTraits& t = check(W, dot_kernels ? &traits(W.type) : nullptr);
     Part& p = parts[i];
     p = {&t, static_cast<const uint8_t*>(W.data), K / t.block_size * t.block_bytes, total, W.rows, x, outputs[i].y,
-         t.type == GgmlType::F32 && !dot_kernels, packed_tile_for(W, dot_kernels ? &t : nullptr)};
+         t.type == GgmlType::F32 && !dot_kernels, packed_kernels_for(W, dot_kernels ? &t : nullptr)};
     total += W.rows;
     if (t.dot_type == GgmlType::F32) continue;
     int a = 0;
@@ -201,7 +226,7 @@ void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
   SQZ_CHECK(M >= 0 && ldx >= K && ldy >= W.rows, "gemm: bad strides");
   if (M == 0 || W.rows == 0) return;
   SQZ_CHECK(p.X != nullptr && p.Y != nullptr, "gemm: null buffer");
-  if (const PackedTile tile = packed_tile_for(W, p.kernels)) {
+  if (const PackedKernels pk = packed_kernels_for(W, p.kernels)) {
     AlignedBuffer act;
     const int64_t stride = quantize_activations(t, p.X, ldx, M, K, act, &pool);
     // One token: static ranges (each thread streams its own stretch of W); a batch:
@@ -209,7 +234,7 @@ void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
     const ThreadPool::ForOptions opt =
         M == 1 ? ThreadPool::ForOptions{} : ThreadPool::ForOptions{ThreadPool::Schedule::Dynamic, 4};
     pool.parallel_for(0, packed_group_count(W), [&](int64_t g0, int64_t g1) {
-      packed_groups(tile, W, act.as<uint8_t>(), stride, M, p.Y, ldy, g0, g1);
+      packed_groups(pk, W, act.as<uint8_t>(), stride, M, p.Y, ldy, g0, g1);
     }, opt);
     return;
   }

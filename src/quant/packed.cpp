@@ -22,6 +22,10 @@ void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_
                              int64_t ldy, int n_valid);
 void avx512_packed_tile_q6_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                              int64_t ldy, int n_valid);
+void avx512_packed_gemv_q4_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                             const int* n_valid);
+void avx512_packed_gemv_q6_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                             const int* n_valid);
 }  // namespace impl
 
 namespace {
@@ -139,7 +143,25 @@ void ref_packed_tile_q6k(int64_t K, const void* group, const void* a, int64_t a_
   }
 }
 
+template <PackedTile Tile>
+void ref_packed_gemv(int64_t K, const void* const* groups, int ng, const void* a, float* const* y, const int* n_valid) {
+  for (int k = 0; k < ng; ++k) Tile(K, groups[k], a, 0, 1, y[k], 0, n_valid[k]);
+}
+
 }  // namespace
+
+PackedGemv packed_gemv(GgmlType type, kernels::cpu::Isa isa) {
+  using kernels::cpu::Isa;
+  const bool q4 = type == GgmlType::Q4_K;
+  if (!q4 && type != GgmlType::Q6_K) return nullptr;
+  switch (isa) {
+    case Isa::Scalar: return q4 ? ref_packed_gemv<ref_packed_tile_q4k> : ref_packed_gemv<ref_packed_tile_q6k>;
+    case Isa::Avx512:
+      if (!cpu_features().has_avx512_vnni()) return nullptr;
+      return q4 ? impl::avx512_packed_gemv_q4_k : impl::avx512_packed_gemv_q6_k;
+    default: return nullptr;
+  }
+}
 
 PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa) {
   using kernels::cpu::Isa;

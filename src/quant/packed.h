@@ -63,8 +63,16 @@ static_assert(sizeof(PackedQ6K) == 3392);
 using PackedTile = void (*)(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                             int64_t ldy, int n_valid);
 
-// The tile kernel of `type` for `isa`; null where that ISA has none (or the CPU lacks it).
+// The decode kernel: one Q8_K activation row a against ng ≤ kPackGemvGroups groups in
+// lockstep (several weight streams in flight); writes y[k][r] for r < n_valid[k]. Each
+// group's values are bit-identical to the tile's with nt = 1.
+inline constexpr int kPackGemvGroups = 4;
+using PackedGemv = void (*)(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                            const int* n_valid);
+
+// The kernels of `type` for `isa`; null where that ISA has none (or the CPU lacks it).
 PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa);
+PackedGemv packed_gemv(GgmlType type, kernels::cpu::Isa isa);
 
 // Packed layouts: Q4_K and Q6_K.
 // True if weights of `type` should be packed for the active ISA (it has a packed kernel and

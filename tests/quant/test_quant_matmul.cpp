@@ -280,6 +280,27 @@ TEST_P(PackedTypes, EveryIsaTileEqualsScalarReferenceBitForBit) {
           ASSERT_EQ(got[i], want[i]) << kernels::cpu::isa_name(isa) << " group " << g << " nt " << nt << " at " << i;
       }
     }
+    // The decode kernel: 1..kPackGemvGroups groups in lockstep (the last one partial), each
+    // equal to the reference tile with one token.
+    const PackedGemv gemv = packed_gemv(type, isa);
+    ASSERT_NE(gemv, nullptr);
+    const int64_t n_groups = (rows + kPackRows - 1) / kPackRows;
+    for (int ng = 1; ng <= kPackGemvGroups; ++ng) {
+      const void* groups[kPackGemvGroups];
+      float* ys[kPackGemvGroups];
+      int valid[kPackGemvGroups];
+      std::vector<float> got(kPackGemvGroups * kPackRows, -7.0f), want(got);
+      for (int j = 0; j < ng; ++j) {
+        const int64_t g = (n_groups - 1 + j) % n_groups;  // starts with the partial group
+        groups[j] = k.bytes.data() + g * gb;
+        ys[j] = got.data() + j * kPackRows;
+        valid[j] = static_cast<int>(std::min<int64_t>(kPackRows, rows - g * kPackRows));
+        ref(cols, groups[j], act.data(), astride, 1, want.data() + j * kPackRows, 0, valid[j]);
+      }
+      gemv(cols, groups, ng, act.data(), ys, valid);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << kernels::cpu::isa_name(isa) << " gemv of " << ng << " groups at " << i;
+    }
   }
   EXPECT_GE(checked, 1);
 }
