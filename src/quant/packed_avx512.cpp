@@ -30,7 +30,7 @@ inline __m512i broadcast4(const int8_t* p) {
 // `part` of `Parts` issues its share of the block's cache lines. The hardware prefetcher
 // alone left Q6_K's single-token (decode) loop waiting on memory (Q4_K's loop, with fewer
 // instructions per byte, and the multi-token tiles measured faster without it).
-constexpr int64_t kPrefetchBlocks = 2;
+constexpr int64_t kPrefetchBlocks = 1;
 template <size_t Bytes, int Parts>
 inline void prefetch_lines(const void* block, int part) {
   constexpr int kLines = (Bytes + 63) / 64, kPer = (kLines + Parts - 1) / Parts;
