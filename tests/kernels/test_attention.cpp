@@ -359,14 +359,16 @@ TEST(KvQ8, EncodeDecodeAndShapeCheck) {
 }
 
 std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
-  return std::string(info.param.isa == Isa::Scalar ? "scalar" : "avx2") + "_" + kv_type_name(info.param.type);
+  return std::string(isa_env_name(info.param.isa)) + "_" + kv_type_name(info.param.type);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, Attention,
                          ::testing::Values(Variant{Isa::Scalar, KvType::F32}, Variant{Isa::Scalar, KvType::F16},
                                            Variant{Isa::Scalar, KvType::BF16}, Variant{Isa::Avx2, KvType::F32},
                                            Variant{Isa::Avx2, KvType::F16}, Variant{Isa::Avx2, KvType::BF16},
-                                           Variant{Isa::Scalar, KvType::Q8_0}, Variant{Isa::Avx2, KvType::Q8_0}),
+                                           Variant{Isa::Scalar, KvType::Q8_0}, Variant{Isa::Avx2, KvType::Q8_0},
+                                           Variant{Isa::Avx512, KvType::F32}, Variant{Isa::Avx512, KvType::F16},
+                                           Variant{Isa::Avx512, KvType::BF16}, Variant{Isa::Avx512, KvType::Q8_0}),
                          variant_name);
 
 }  // namespace

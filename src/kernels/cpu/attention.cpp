@@ -106,11 +106,15 @@ void AttentionParams::validate() const {
 bool attention_isa_available(Isa isa) {
   if (isa == Isa::Scalar) return true;
   if (isa == Isa::Avx2) return cpu_features().has_avx2_fma();
+  if (isa == Isa::Avx512) return cpu_features().has_avx512_vnni();  // the avx512 table's requirement
   return false;
 }
 
 const char* attention_kernel_name() {
-  return active_isa() != Isa::Scalar && attention_isa_available(Isa::Avx2) ? isa_name(Isa::Avx2) : isa_name(Isa::Scalar);
+  const Isa isa = active_isa();
+  if (isa == Isa::Avx512 && attention_isa_available(Isa::Avx512))
+    return "avx512+vnni (head_dim % 16 == 0; avx2+fma for head_dim % 8 == 0)";
+  return isa != Isa::Scalar && attention_isa_available(Isa::Avx2) ? isa_name(Isa::Avx2) : isa_name(Isa::Scalar);
 }
 
 namespace {
@@ -135,6 +139,7 @@ void validate_view(const KvLayerView& kv) {
 attn::Kernel choose_kernel(const AttentionTuning& tuning, int64_t head_dim) {
   const Isa want = tuning.isa ? *tuning.isa : active_isa();
   if (tuning.isa) SQZ_CHECK(attention_isa_available(want), "attention: ", isa_name(want), " is not available here");
+  if (want == Isa::Avx512 && attention_isa_available(Isa::Avx512) && head_dim % 16 == 0) return attn::run_task_avx512;
   if (want != Isa::Scalar && attention_isa_available(Isa::Avx2) && head_dim % 8 == 0) return attn::run_task_avx2;
   return attn::run_task_scalar;
 }

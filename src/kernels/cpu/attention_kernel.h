@@ -46,8 +46,10 @@ struct Task {
 
 using Kernel = void (*)(const Task& task);
 
-// Online-softmax kernels. The scalar one handles any head_dim; AVX2 needs head_dim % 8 == 0.
+// Online-softmax kernels. The scalar one handles any head_dim; AVX2 needs head_dim % 8 == 0,
+// AVX-512 head_dim % 16 == 0.
 void run_task_scalar(const Task& task);
 void run_task_avx2(const Task& task);
+void run_task_avx512(const Task& task);
 
 }  // namespace squeeze::kernels::cpu::attn

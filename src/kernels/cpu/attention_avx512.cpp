@@ -1,0 +1,352 @@
+// kernels/cpu/attention_avx512.cpp — the AVX-512 attention task kernel (compiled with
+// squeeze_isa_sources(avx512 ...)). The AVX2 kernel's structure (attention_avx2.cpp) on
+// 16-lane vectors: per tile of kTile keys the K rows are widened to f32 once and shared by
+// every row of the task, scores go through the online softmax, then the V rows of the same
+// tile are widened and accumulated. Scores are NR rows × NK keys (NR·NK = 16) of
+// accumulators over head_dim, reduced to one vector of 16 dot products by a transpose-add
+// tree. Needs head_dim % 16 == 0.
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/avx512.cpp)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/attention_kernel.h"
+
+// As in the AVX2 kernel, the small fixed-count loops must unroll so that their accumulators
+// live in registers. Every helper has internal linkage: an AVX-512 copy of an inline
+// function shared with other translation units could be the one the linker keeps.
+
+namespace squeeze::kernels::cpu::attn {
+namespace {
+
+constexpr int64_t kTile = 32;
+constexpr int64_t kPrefetchKeys = 4 * kTile;
+
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// Keys [k0, k0 + n) of one KV head's K (or V) as f32 rows [n][D]; prefetches the rows
+// `ahead` positions later (below `limit`) into L2 while converting (as the AVX2 kernel).
+void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool values, float* dst, int64_t ahead,
+               int64_t limit) {
+  const int64_t D = kv.head_dim;
+  const size_t row_bytes = kv.row_bytes();
+  const std::byte* pf = nullptr;
+  size_t pf_bytes = 0;
+  if (k0 + ahead < limit) {
+    const KvLayerView::Run next = kv.run(head, k0 + ahead, std::min(n, limit - k0 - ahead));
+    pf = values ? next.v : next.k;
+    pf_bytes = static_cast<size_t>(next.len) * row_bytes;
+  }
+  size_t pf_done = 0;
+  const auto prefetch = [&] {
+    if (pf_done < pf_bytes) {
+      _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
+      pf_done += 64;
+    }
+  };
+  for (int64_t done = 0; done < n;) {
+    const KvLayerView::Run run = kv.run(head, k0 + done, n - done);
+    const std::byte* src = values ? run.v : run.k;
+    const int64_t count = run.len * D;
+    if (kv.type == KvType::F32) {
+      for (size_t off = 0; off < static_cast<size_t>(count) * 4; off += 64) prefetch();
+      std::memcpy(dst, src, static_cast<size_t>(count) * 4);
+    } else if (kv.type == KvType::Q8_0) {
+      // scale · code in one rounding, as kv_decode_row.
+      for (int64_t b = 0; b < count / kKvQ8Block; ++b) {
+        const std::byte* blk = src + b * (2 + kKvQ8Block);
+        if ((b & 1) == 0) prefetch();
+        uint16_t h;
+        std::memcpy(&h, blk, 2);
+        const __m512 d = _mm512_set1_ps(half_to_float(h));
+        const auto* q = reinterpret_cast<const __m128i*>(blk + 2);
+        _mm512_storeu_ps(dst + b * kKvQ8Block, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(q)))));
+        _mm512_storeu_ps(dst + b * kKvQ8Block + 16,
+                         _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(q + 1)))));
+      }
+    } else {
+      const bool bf16 = kv.type == KvType::BF16;
+      const auto* h = reinterpret_cast<const __m256i*>(src);
+      for (int64_t i = 0; i < count; i += 16) {
+        if ((i & 31) == 0) prefetch();  // one 64-byte line per 32 halves read
+        const __m256i x = _mm256_loadu_si256(h + i / 16);
+        const __m512 f = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16)) : _mm512_cvtph_ps(x);
+        _mm512_storeu_ps(dst + i, f);
+      }
+    }
+    dst += count;
+    done += run.len;
+  }
+}
+
+// exp on 16 lanes: the AVX2 kernel's range reduction and Cephes polynomial.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33654f)), _mm512_set1_ps(88.72283f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __m512i ni = _mm512_cvtps_epi32(n);
+  const __m512i n1 = _mm512_min_epi32(ni, _mm512_set1_epi32(127));
+  const __m512i n2 = _mm512_sub_epi32(ni, n1);
+  const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, _mm512_set1_epi32(127)), 23));
+  const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, _mm512_set1_epi32(127)), 23));
+  return _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
+}
+
+// Four levels of pairwise shuffle-and-add, each halving the vectors and the lanes they still
+// hold: lane L of the result is the sum of the lanes of a[hsum16_slot(L)].
+constexpr int hsum16_slot(int lane) { return lane / 4 + 4 * (lane % 4); }
+
+inline __m512 hsum16(const __m512* a) {
+  __m512 b[8], c[4], d[2];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)  // 256-bit halves: lanes 0-7 from a[2i], 8-15 from a[2i+1]
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)  // 128-bit quarters: [b2i.q0, b2i.q2, b2i+1.q0, b2i+1.q2] + the q1/q3 ones
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i)  // pairs of lanes within each 128-bit quarter
+    d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0x44), _mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+}
+
+// s_r[j .. j + NK) = q_r · k_{j..} for NR rows and NK keys (NR · NK = 16; rows of k at
+// stride D).
+template <int NR, int NK>
+inline void scores(const float* const* q, const float* k, int64_t D, float* const* s) {
+  static_assert(NR * NK == 16);
+  __m512 a[16];
+#pragma GCC unroll 16
+  for (auto& x : a) x = _mm512_setzero_ps();
+  for (int64_t d = 0; d < D; d += 16) {
+    __m512 qv[NR];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) qv[r] = _mm512_loadu_ps(q[r] + d);
+#pragma GCC unroll 16
+    for (int j = 0; j < NK; ++j) {
+      const __m512 kv = _mm512_loadu_ps(k + j * D + d);
+#pragma GCC unroll 4
+      for (int r = 0; r < NR; ++r) {
+        // (row r, key j) accumulates where hsum16 puts lane r·NK + j.
+        __m512& acc = a[hsum16_slot(r * NK + j)];
+        acc = _mm512_fmadd_ps(qv[r], kv, acc);
+      }
+    }
+  }
+  alignas(64) float out[16];
+  _mm512_store_ps(out, hsum16(a));
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) std::memcpy(s[r], out + r * NK, NK * sizeof(float));
+}
+
+// acc_r[d .. d + 16 NC) += Σ_t p_r[t] v_t[d ..] over t in [t0, t1), NR rows at once.
+template <int NR, int NC>
+inline void accumulate_pv(const float* const* p, const float* v, int64_t D, int64_t t0, int64_t t1, float* const* acc,
+                          int64_t d) {
+  __m512 a[NR][NC];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) a[r][c] = _mm512_loadu_ps(acc[r] + d + 16 * c);
+  for (int64_t t = t0; t < t1; ++t) {
+    __m512 pr[NR];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) pr[r] = _mm512_set1_ps(p[r][t]);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) {
+      const __m512 vv = _mm512_loadu_ps(v + t * D + d + 16 * c);
+#pragma GCC unroll 4
+      for (int r = 0; r < NR; ++r) a[r][c] = _mm512_fmadd_ps(pr[r], vv, a[r][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(acc[r] + d + 16 * c, a[r][c]);
+}
+
+template <int NR>
+void accumulate_rows(const float* const* p, const float* v, int64_t D, int64_t t0, int64_t t1, float* const* acc) {
+  int64_t d = 0;
+  for (; d + 64 <= D; d += 64) accumulate_pv<NR, 4>(p, v, D, t0, t1, acc, d);
+  switch ((D - d) / 16) {
+    case 3: accumulate_pv<NR, 3>(p, v, D, t0, t1, acc, d); break;
+    case 2: accumulate_pv<NR, 2>(p, v, D, t0, t1, acc, d); break;
+    case 1: accumulate_pv<NR, 1>(p, v, D, t0, t1, acc, d); break;
+    default: break;
+  }
+}
+
+struct Scratch {
+  std::vector<float> buf;
+  std::vector<int64_t> active;
+  std::vector<int64_t> lo, hi;
+  float *qs, *acc, *s, *tile, *m, *l;
+  void reserve(int64_t rows, int64_t D) {
+    const size_t need = static_cast<size_t>(rows * (2 * D + kTile + 2) + kTile * D);
+    if (buf.size() < need) buf.assign(need, 0.0f);  // zeroed: padded tile rows stay finite
+    active.resize(static_cast<size_t>(rows));
+    lo.resize(static_cast<size_t>(rows));
+    hi.resize(static_cast<size_t>(rows));
+    qs = buf.data();
+    acc = qs + rows * D;
+    s = acc + rows * D;
+    tile = s + rows * kTile;
+    m = tile + kTile * D;
+    l = m + rows;
+  }
+};
+
+}  // namespace
+
+void run_task_avx512(const Task& t) {
+  const int64_t D = t.kv->head_dim, R = t.rows();
+  thread_local Scratch scratch;
+  Scratch& w = scratch;
+  w.reserve(R, D);
+  const __m512 scale = _mm512_set1_ps(t.scale);
+  for (int64_t r = 0; r < R; ++r) {
+    const float* q = t.q_row(r);
+    for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(w.qs + r * D + d, _mm512_mul_ps(scale, _mm512_loadu_ps(q + d)));
+    std::fill(w.acc + r * D, w.acc + (r + 1) * D, 0.0f);
+    w.m[r] = -std::numeric_limits<float>::infinity();
+    w.l[r] = 0.0f;
+  }
+  for (int64_t r = 0; r < R; ++r) {
+    w.lo[static_cast<size_t>(r)] = t.row_lo(r);
+    w.hi[static_cast<size_t>(r)] = t.row_hi(r);
+  }
+  const int64_t* row_lo = w.lo.data();
+  const int64_t* row_hi = w.hi.data();
+  const int64_t k_begin = row_lo[0], k_end = row_hi[R - 1];
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const auto row_q = [&](int64_t a) { return w.qs + w.active[static_cast<size_t>(a)] * D; };
+  const auto row_s = [&](int64_t a, int64_t j) { return w.s + w.active[static_cast<size_t>(a)] * kTile + j; };
+
+  for (int64_t k0 = k_begin; k0 < k_end; k0 += kTile) {
+    const int64_t n = std::min(kTile, k_end - k0);
+    int64_t n_active = 0;
+    for (int64_t r = 0; r < R; ++r)
+      if (row_lo[r] < k0 + n && row_hi[r] > k0) w.active[static_cast<size_t>(n_active++)] = r;
+    if (n_active == 0) continue;
+
+    // Scores of every active row against the tile's keys (padded to the key step; the
+    // padding's scores are masked below).
+    load_tile(*t.kv, t.kv_head, k0, n, false, w.tile, kPrefetchKeys, k_end);
+    int64_t i = 0;
+    for (; i + 4 <= n_active; i += 4) {
+      const float* q[4] = {row_q(i), row_q(i + 1), row_q(i + 2), row_q(i + 3)};
+      for (int64_t j = 0; j < n; j += 4) {
+        float* s[4] = {row_s(i, j), row_s(i + 1, j), row_s(i + 2, j), row_s(i + 3, j)};
+        scores<4, 4>(q, w.tile + j * D, D, s);
+      }
+    }
+    for (; i + 2 <= n_active; i += 2) {
+      const float* q[2] = {row_q(i), row_q(i + 1)};
+      for (int64_t j = 0; j < n; j += 8) {
+        float* s[2] = {row_s(i, j), row_s(i + 1, j)};
+        scores<2, 8>(q, w.tile + j * D, D, s);
+      }
+    }
+    if (i < n_active) {
+      const float* q[1] = {row_q(i)};
+      for (int64_t j = 0; j < n; j += 16) {
+        float* s[1] = {row_s(i, j)};
+        scores<1, 16>(q, w.tile + j * D, D, s);
+      }
+    }
+
+    // Online softmax: keys outside each row's range masked, the running max raised,
+    // scores turned into weights p = exp(s - m) (0 where masked) in place.
+    const int64_t n16 = (n + 15) / 16 * 16;
+    for (int64_t a = 0; a < n_active; ++a) {
+      const int64_t r = w.active[static_cast<size_t>(a)];
+      const __m512i lo = _mm512_set1_epi32(static_cast<int>(std::max(row_lo[r], k0) - k0));
+      const __m512i hi = _mm512_set1_epi32(static_cast<int>(std::min(row_hi[r], k0 + n) - k0));
+      float* s = w.s + r * kTile;
+      __m512 vmax = neg_inf;
+      __mmask16 masks[kTile / 16];
+      for (int64_t j = 0; j < n16; j += 16) {
+        const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(j)));
+        masks[j / 16] = _mm512_cmpge_epi32_mask(idx, lo) & _mm512_cmplt_epi32_mask(idx, hi);
+        vmax = _mm512_mask_max_ps(vmax, masks[j / 16], vmax, _mm512_loadu_ps(s + j));
+      }
+      const float m_new = std::max(w.m[r], _mm512_reduce_max_ps(vmax));
+      const __m512 mv = _mm512_set1_ps(m_new);
+      __m512 sum = _mm512_setzero_ps();
+      for (int64_t j = 0; j < n16; j += 16) {
+        const __m512 pj = _mm512_maskz_mov_ps(masks[j / 16], exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv)));
+        _mm512_storeu_ps(s + j, pj);
+        sum = _mm512_add_ps(sum, pj);
+      }
+      if (m_new > w.m[r]) {
+        const float corr = std::exp(w.m[r] - m_new);  // 0 on the row's first tile
+        const __m512 cv = _mm512_set1_ps(corr);
+        float* acc = w.acc + r * D;
+        for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(acc + d, _mm512_mul_ps(cv, _mm512_loadu_ps(acc + d)));
+        w.l[r] *= corr;
+        w.m[r] = m_new;
+      }
+      w.l[r] += _mm512_reduce_add_ps(sum);
+    }
+
+    // acc += p · V over the tile, up to four rows per pass so each V load feeds several FMAs.
+    load_tile(*t.kv, t.kv_head, k0, n, true, w.tile, kPrefetchKeys, k_end);
+    const auto accumulate = [&](auto nr_tag, int64_t first) {
+      constexpr int NR = decltype(nr_tag)::value;
+      const float* p[NR];
+      float* acc[NR];
+      int64_t t0 = k0 + n, t1 = k0;
+      for (int j = 0; j < NR; ++j) {
+        const int64_t r = w.active[static_cast<size_t>(first + j)];
+        p[j] = w.s + r * kTile;
+        acc[j] = w.acc + r * D;
+        t0 = std::min(t0, row_lo[r]);
+        t1 = std::max(t1, row_hi[r]);
+      }
+      accumulate_rows<NR>(p, w.tile, D, std::max(t0, k0) - k0, std::min(t1, k0 + n) - k0, acc);
+    };
+    i = 0;
+    for (; i + 4 <= n_active; i += 4) accumulate(std::integral_constant<int, 4>{}, i);
+    switch (n_active - i) {
+      case 3: accumulate(std::integral_constant<int, 3>{}, i); break;
+      case 2: accumulate(std::integral_constant<int, 2>{}, i); break;
+      case 1: accumulate(std::integral_constant<int, 1>{}, i); break;
+      default: break;
+    }
+  }
+
+  for (int64_t r = 0; r < R; ++r) {
+    const float* acc = w.acc + r * D;
+    if (t.finalize) {
+      const __m512 inv = _mm512_set1_ps(w.l[r] > 0 ? 1.0f / w.l[r] : 0.0f);
+      float* o = t.out_row(r);
+      for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(o + d, _mm512_mul_ps(inv, _mm512_loadu_ps(acc + d)));
+    } else {
+      float* part = t.partial + r * (D + 2);
+      part[0] = w.m[r];
+      part[1] = w.l[r];
+      std::memcpy(part + 2, acc, static_cast<size_t>(D) * 4);
+    }
+  }
+}
+
+}  // namespace squeeze::kernels::cpu::attn
