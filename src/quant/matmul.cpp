@@ -184,7 +184,7 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
     const QuantTraits& t = check(W, dot_kernels ? &traits(W.type) : nullptr);
     Part& p = parts[i];
     p = {&t, static_cast<const uint8_t*>(W.data), K / t.block_size * t.block_bytes, total, W.rows, x, outputs[i].y,
-         t.type == GgmlType::F32 && !dot_kernels, packed_kernels_for(W, dot_kernels ? &t : nullptr)};
+         t.type == GgmlType::F32 && !dot_kernels, packed_kernels_for(W, nullptr)};
     total += W.rows;
     if (t.dot_type == GgmlType::F32) continue;
     int a = 0;
@@ -201,7 +201,7 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
       const Part& p = parts[i];
       const int64_t r0 = std::max(b, p.first) - p.first, r1 = std::min(e, p.first + p.rows) - p.first;
       if (r0 >= r1) continue;
-      if (p.packed) {  // the groups that start in [r0, r1)
+      if (p.packed) {  // the groups that start in [r0, r1); dot_kernels or not, as gemv()
         const auto first_group = [](int64_t r) { return (r + kPackRows - 1) / kPackRows; };
         packed_groups(p.packed, outputs[i].W, static_cast<const uint8_t*>(p.act), 0, 1, p.y, p.rows, first_group(r0),
                       first_group(r1));

@@ -40,6 +40,8 @@ struct GemvOutput {
 // (as gemv with null kernels); true: the types' own dot kernels for F32 weights too (as
 // gemv with traits(type)), and then every row's value is exactly gemv()'s — as it is for
 // quantized types either way (the f32 fast path's rounding depends on row grouping).
+// Packed matrices always run their packed kernels, as gemv() and gemm() without explicit
+// kernels do, so batch invariance holds across all three.
 void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const float* x, bool dot_kernels = false);
 
 struct GemmParams {
