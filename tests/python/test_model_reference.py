@@ -40,8 +40,9 @@ PROMPT = ("The lighthouse keeper climbed the stairs every evening before the sun
           "counted the steps and wound the clock while ships passed in the night.")
 
 
-def run(*args):
-    r = subprocess.run([SQ, *args], capture_output=True, text=True, errors="replace", timeout=300)
+def run(*args, env=None):
+    r = subprocess.run([SQ, *args], capture_output=True, text=True, errors="replace", timeout=300,
+                       env=None if env is None else {**os.environ, **env})
     assert r.returncode == 0, r.stderr
     return r
 
@@ -399,7 +400,11 @@ def test_real_model_matches_numpy(tmp_path, name, arch):
     path, m = real_model(name, arch)
     run("plan", str(path))
     dump = tmp_path / "dump"
-    run("generate", "-m", str(path), "-p", LONG_PROMPT, "-n", "1", "--temp", "0", "--batch", "64", "--dump", str(dump))
+    # The f32 product path (SQUEEZE_REPACK=0): without it, on CPUs with the packed integer
+    # kernels, Q4_K/Q6_K matrices round activations to 8 bits at every batch size (checked
+    # against the emulation in the next test).
+    run("generate", "-m", str(path), "-p", LONG_PROMPT, "-n", "1", "--temp", "0", "--batch", "64", "--dump", str(dump),
+        env={"SQUEEZE_REPACK": "0"})
     tokens = np.load(dump / "tokens.npy").astype(np.int64).reshape(-1)
     n = len(tokens)
     assert n > 512, "the prompt must pass Gemma 3's 512-token window so its local rings wrap"
@@ -438,3 +443,36 @@ def test_real_model_8bit_dot_path_matches_numpy_emulation(tmp_path, name, arch):
         ours_v = L(p + "attn_v")
         ref_v = linear(m, L(p + "attn_norm"), p + "attn_v.weight", rows)
         assert relative_error(ours_v, ref_v) < 1e-5, il
+
+
+def packs_k_quants():
+    """True where `squeeze info` reports Q4_K/Q6_K weights repacked for the integer tile."""
+    out = run("info").stdout
+    line = next((l for l in out.splitlines() if l.startswith("packed weights:")), "")
+    return "Q4_K" in line and "Q6_K" in line
+
+
+def test_real_model_packed_kernels_match_numpy_emulation(tmp_path):
+    """Gemma 3's Q4_K / Q6_K ffn_down through the packed integer kernels: every row's
+    activation rounded to Q8_K whatever the batch, then each layer's post-FFN norm equals
+    the float64 emulation of that rounding to f32 accuracy."""
+    if not packs_k_quants():
+        pytest.skip("this CPU runs no packed kernels (squeeze info)")
+    path, m = real_model("gemma-3-270m-q4_k_m.gguf", "gemma3")
+    dump = tmp_path / "dump"
+    run("generate", "-m", str(path), "-p", LONG_PROMPT, "-n", "1", "--temp", "0", "--batch", "64", "--kv", "f16",
+        "--dump", str(dump))
+    L = lambda s: np.load(dump / f"{s}.npy").astype(np.float64)
+    n = len(L("tokens").reshape(-1))
+    every_row = np.ones(n, dtype=bool)
+    eps = m.a("attention.layer_norm_rms_epsilon")
+    checked = 0
+    for il in range(m.a("block_count")):
+        p = f"blk.{il}."
+        if m.type(p + "ffn_down.weight") not in (QT.Q4_K, QT.Q6_K):
+            continue
+        ref = rmsnorm(linear(m, L(p + "ffn_act"), p + "ffn_down.weight", every_row), m.vec(p + "post_ffw_norm.weight"),
+                      eps)
+        assert relative_error(L(p + "ffn_post_norm"), ref) < 1e-5, il
+        checked += 1
+    assert checked > 0
