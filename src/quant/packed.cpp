@@ -150,31 +150,33 @@ void ref_packed_gemv(int64_t K, const void* const* groups, int ng, const void* a
 
 }  // namespace
 
-PackedGemv packed_gemv(GgmlType type, kernels::cpu::Isa isa) {
+namespace {
+
+struct KernelPair {
+  PackedTile tile = nullptr;
+  PackedGemv gemv = nullptr;
+};
+
+// The kernels of a packed type for an ISA: the scalar reference, or AVX-512 VNNI where the
+// CPU has it; none for the other ISAs and types.
+KernelPair kernel_pair(GgmlType type, kernels::cpu::Isa isa) {
   using kernels::cpu::Isa;
   const bool q4 = type == GgmlType::Q4_K;
-  if (!q4 && type != GgmlType::Q6_K) return nullptr;
-  switch (isa) {
-    case Isa::Scalar: return q4 ? ref_packed_gemv<ref_packed_tile_q4k> : ref_packed_gemv<ref_packed_tile_q6k>;
-    case Isa::Avx512:
-      if (!cpu_features().has_avx512_vnni()) return nullptr;
-      return q4 ? impl::avx512_packed_gemv_q4_k : impl::avx512_packed_gemv_q6_k;
-    default: return nullptr;
-  }
+  if (!q4 && type != GgmlType::Q6_K) return {};
+  if (isa == Isa::Scalar)
+    return q4 ? KernelPair{ref_packed_tile_q4k, ref_packed_gemv<ref_packed_tile_q4k>}
+              : KernelPair{ref_packed_tile_q6k, ref_packed_gemv<ref_packed_tile_q6k>};
+  if (isa == Isa::Avx512 && cpu_features().has_avx512_vnni())
+    return q4 ? KernelPair{impl::avx512_packed_tile_q4_k, impl::avx512_packed_gemv_q4_k}
+              : KernelPair{impl::avx512_packed_tile_q6_k, impl::avx512_packed_gemv_q6_k};
+  return {};
 }
 
-PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa) {
-  using kernels::cpu::Isa;
-  const bool q4 = type == GgmlType::Q4_K;
-  if (!q4 && type != GgmlType::Q6_K) return nullptr;
-  switch (isa) {
-    case Isa::Scalar: return q4 ? ref_packed_tile_q4k : ref_packed_tile_q6k;
-    case Isa::Avx512:
-      if (!cpu_features().has_avx512_vnni()) return nullptr;
-      return q4 ? impl::avx512_packed_tile_q4_k : impl::avx512_packed_tile_q6_k;
-    default: return nullptr;
-  }
-}
+}  // namespace
+
+PackedGemv packed_gemv(GgmlType type, kernels::cpu::Isa isa) { return kernel_pair(type, isa).gemv; }
+
+PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa) { return kernel_pair(type, isa).tile; }
 
 bool packs(GgmlType type) {
   static const bool enabled = [] {

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "quant/blocks.h"
 #include "quant/packed.h"
@@ -320,62 +321,49 @@ void gemv_q6k(int64_t K, const PackedQ6K* const* g, const BlockQ8_K* x, float* c
     _mm512_mask_storeu_ps(y[k], static_cast<__mmask16>((1u << n_valid[k]) - 1u), acc[k]);
 }
 
+// Calls f with std::integral_constant<int, n> for n in 1..4 (beyond 4: 4).
+template <typename F>
+void with_count(int n, F f) {
+  switch (n) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    default: return f(std::integral_constant<int, 4>{});
+  }
+}
+
 }  // namespace
 
 void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                              int64_t ldy, int n_valid) {
-  const auto* g = static_cast<const PackedQ4K*>(group);
-  const auto* act = static_cast<const uint8_t*>(a);
-  switch (nt) {
-    case 1: return tile_q4k<1>(K, g, act, a_stride, y, ldy, n_valid);
-    case 2: return tile_q4k<2>(K, g, act, a_stride, y, ldy, n_valid);
-    case 3: return tile_q4k<3>(K, g, act, a_stride, y, ldy, n_valid);
-    default: return tile_q4k<4>(K, g, act, a_stride, y, ldy, n_valid);
-  }
+  with_count(nt, [&](auto n) {
+    tile_q4k<decltype(n)::value>(K, static_cast<const PackedQ4K*>(group), static_cast<const uint8_t*>(a), a_stride, y,
+                                 ldy, n_valid);
+  });
 }
-
-}  // namespace squeeze::quant::impl
-
-namespace squeeze::quant::impl {
 
 void avx512_packed_tile_q6_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                              int64_t ldy, int n_valid) {
-  const auto* g = static_cast<const PackedQ6K*>(group);
-  const auto* act = static_cast<const uint8_t*>(a);
-  switch (nt) {
-    case 1: return tile_q6k<1>(K, g, act, a_stride, y, ldy, n_valid);
-    case 2: return tile_q6k<2>(K, g, act, a_stride, y, ldy, n_valid);
-    case 3: return tile_q6k<3>(K, g, act, a_stride, y, ldy, n_valid);
-    default: return tile_q6k<4>(K, g, act, a_stride, y, ldy, n_valid);
-  }
+  with_count(nt, [&](auto n) {
+    tile_q6k<decltype(n)::value>(K, static_cast<const PackedQ6K*>(group), static_cast<const uint8_t*>(a), a_stride, y,
+                                 ldy, n_valid);
+  });
 }
-
-}  // namespace squeeze::quant::impl
-
-namespace squeeze::quant::impl {
 
 void avx512_packed_gemv_q4_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                              const int* n_valid) {
-  const auto* const* g = reinterpret_cast<const PackedQ4K* const*>(groups);
-  const auto* x = static_cast<const BlockQ8_K*>(a);
-  switch (ng) {
-    case 1: return gemv_q4k<1>(K, g, x, y, n_valid);
-    case 2: return gemv_q4k<2>(K, g, x, y, n_valid);
-    case 3: return gemv_q4k<3>(K, g, x, y, n_valid);
-    default: return gemv_q4k<4>(K, g, x, y, n_valid);
-  }
+  with_count(ng, [&](auto n) {
+    gemv_q4k<decltype(n)::value>(K, reinterpret_cast<const PackedQ4K* const*>(groups),
+                                 static_cast<const BlockQ8_K*>(a), y, n_valid);
+  });
 }
 
 void avx512_packed_gemv_q6_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                              const int* n_valid) {
-  const auto* const* g = reinterpret_cast<const PackedQ6K* const*>(groups);
-  const auto* x = static_cast<const BlockQ8_K*>(a);
-  switch (ng) {
-    case 1: return gemv_q6k<1>(K, g, x, y, n_valid);
-    case 2: return gemv_q6k<2>(K, g, x, y, n_valid);
-    case 3: return gemv_q6k<3>(K, g, x, y, n_valid);
-    default: return gemv_q6k<4>(K, g, x, y, n_valid);
-  }
+  with_count(ng, [&](auto n) {
+    gemv_q6k<decltype(n)::value>(K, reinterpret_cast<const PackedQ6K* const*>(groups),
+                                 static_cast<const BlockQ8_K*>(a), y, n_valid);
+  });
 }
 
 }  // namespace squeeze::quant::impl

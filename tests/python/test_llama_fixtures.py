@@ -66,8 +66,9 @@ def fixture(name):
     return fx, model
 
 
-def run(*args):
-    r = subprocess.run([SQ, *map(str, args)], capture_output=True, timeout=600)
+def run(*args, env=None):
+    r = subprocess.run([SQ, *map(str, args)], capture_output=True, timeout=600,
+                       env=None if env is None else {**os.environ, **env})
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     return r
 
@@ -85,9 +86,32 @@ def test_perplexity_within_half_a_percent(name):
     text = pathlib.Path(p["text"])
     if not text.exists() or sha256(text) != p["text_sha256"]:
         pytest.skip(f"{text} is missing or differs from the fixture's (Debian base-files)")
-    out = run("perplexity", "-m", model, "-f", text, "-c", p["ctx"], "--chunks", p["chunks"]).stdout.decode()
+    # The f32 product path (SQUEEZE_REPACK=0). On CPUs with the packed integer kernels the
+    # default path rounds Q4_K/Q6_K activations to 8 bits, which moves this 512-position
+    # sample's perplexity (standard error ~12%) by a few tenths of a percent either way; the
+    # default path is held to the target on 4,080 positions by the next test.
+    out = run("perplexity", "-m", model, "-f", text, "-c", p["ctx"], "--chunks", p["chunks"],
+              env={"SQUEEZE_REPACK": "0"}).stdout.decode()
     ppl = float(re.search(r"Final estimate: PPL = ([0-9.]+)", out).group(1))
     assert abs(ppl / p["ppl"] - 1) <= 0.005, (ppl, p["ppl"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_default_path_perplexity_within_half_a_percent_on_4080_positions(name, tmp_path):
+    """The default path (packed 8-bit-activation kernels where the CPU has them) against
+    llama.cpp's perplexity on docs/real-models.md's text: 16 chunks of 512 tokens."""
+    _, model = fixture(name)
+    p = json.loads((FIXTURES / "perplexity-licenses.json").read_text(encoding="utf-8"))
+    text = tmp_path / "licenses.txt"
+    parts = [pathlib.Path(t) for t in p["texts"]]
+    if not all(t.exists() for t in parts):
+        pytest.skip("Debian's license texts are missing")
+    text.write_bytes(b"".join(t.read_bytes() for t in parts))
+    if sha256(text) != p["text_sha256"]:
+        pytest.skip("the license texts differ from the fixture's (Debian base-files)")
+    out = run("perplexity", "-m", model, "-f", text, "-c", p["ctx"], "--chunks", p["chunks"]).stdout.decode()
+    ppl = float(re.search(r"Final estimate: PPL = ([0-9.]+)", out).group(1))
+    assert abs(ppl / p["ppl"][name] - 1) <= 0.005, (ppl, p["ppl"][name])
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -117,6 +117,32 @@ const char* attention_kernel_name() {
   return isa != Isa::Scalar && attention_isa_available(Isa::Avx2) ? isa_name(Isa::Avx2) : isa_name(Isa::Scalar);
 }
 
+namespace attn {
+
+TaskScratch task_scratch(int64_t rows, int64_t D, int64_t tile) {
+  struct Storage {
+    std::vector<float> buf;
+    std::vector<int64_t> index;
+  };
+  thread_local Storage st;
+  const size_t need = static_cast<size_t>(rows * (2 * D + tile + 2) + tile * D);
+  if (st.buf.size() < need) st.buf.assign(need, 0.0f);  // zeroed: padded tile rows stay finite
+  if (st.index.size() < static_cast<size_t>(3 * rows)) st.index.resize(static_cast<size_t>(3 * rows));
+  TaskScratch w;
+  w.qs = st.buf.data();
+  w.acc = w.qs + rows * D;
+  w.s = w.acc + rows * D;
+  w.tile = w.s + rows * tile;
+  w.m = w.tile + tile * D;
+  w.l = w.m + rows;
+  w.active = st.index.data();
+  w.lo = w.active + rows;
+  w.hi = w.lo + rows;
+  return w;
+}
+
+}  // namespace attn
+
 namespace {
 
 // A view is usable when every position it claims to hold maps to an existing block.

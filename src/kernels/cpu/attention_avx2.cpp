@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 #include "core/dtype.h"
 #include "kernels/cpu/attention_kernel.h"
@@ -192,49 +191,28 @@ void accumulate_rows(const float* const* p, const float* v, int64_t D, int64_t t
   }
 }
 
-struct Scratch {
-  std::vector<float> buf;
-  std::vector<int64_t> active;
-  std::vector<int64_t> lo, hi;  // each row's key range, computed once per task (no divisions per tile)
-  float *qs, *acc, *s, *tile, *m, *l;
-  void reserve(int64_t rows, int64_t D) {
-    const size_t need = static_cast<size_t>(rows * (2 * D + kTile + 2) + kTile * D);
-    if (buf.size() < need) buf.assign(need, 0.0f);  // zeroed: padded tile rows stay finite
-    active.resize(static_cast<size_t>(rows));
-    lo.resize(static_cast<size_t>(rows));
-    hi.resize(static_cast<size_t>(rows));
-    qs = buf.data();
-    acc = qs + rows * D;
-    s = acc + rows * D;
-    tile = s + rows * kTile;
-    m = tile + kTile * D;
-    l = m + rows;
-  }
-};
 
 }  // namespace
 
 void run_task_avx2(const Task& t) {
   const int64_t D = t.kv->head_dim, R = t.rows();
-  thread_local Scratch scratch;
-  Scratch& w = scratch;
-  w.reserve(R, D);
+  const TaskScratch w = task_scratch(R, D, kTile);
   const __m256 scale = _mm256_set1_ps(t.scale);
   for (int64_t r = 0; r < R; ++r) {
     const float* q = t.q_row(r);
     for (int64_t d = 0; d < D; d += 8) _mm256_storeu_ps(w.qs + r * D + d, _mm256_mul_ps(scale, _mm256_loadu_ps(q + d)));
-    std::fill(w.acc + r * D, w.acc + (r + 1) * D, 0.0f);
+    std::memset(w.acc + r * D, 0, static_cast<size_t>(D) * sizeof(float));
     w.m[r] = -std::numeric_limits<float>::infinity();
     w.l[r] = 0.0f;
   }
   // The union of the rows' key ranges (rows are in query order: row 0 starts first, the
   // last row ends last).
   for (int64_t r = 0; r < R; ++r) {
-    w.lo[static_cast<size_t>(r)] = t.row_lo(r);
-    w.hi[static_cast<size_t>(r)] = t.row_hi(r);
+    w.lo[r] = t.row_lo(r);
+    w.hi[r] = t.row_hi(r);
   }
-  const int64_t* row_lo = w.lo.data();
-  const int64_t* row_hi = w.hi.data();
+  const int64_t* row_lo = w.lo;
+  const int64_t* row_hi = w.hi;
   const int64_t k_begin = row_lo[0], k_end = row_hi[R - 1];
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);

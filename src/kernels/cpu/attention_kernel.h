@@ -46,6 +46,18 @@ struct Task {
 
 using Kernel = void (*)(const Task& task);
 
+// A task kernel's per-thread scratch: rows × (2·head_dim + tile + 2) + tile × head_dim floats
+// (queries scaled, accumulators, scores, the widened K/V tile, running max and sum) and
+// three index arrays of `rows`; the tile rows start zeroed, so padding stays finite. It
+// lives in attention.cpp, compiled for the baseline ISA: the ISA kernels' translation units
+// instantiate no library templates, because a std::vector member emitted there with AVX-512
+// could be the copy the linker keeps for every caller, AVX2-only CPUs included.
+struct TaskScratch {
+  float *qs, *acc, *s, *tile, *m, *l;
+  int64_t *active, *lo, *hi;
+};
+TaskScratch task_scratch(int64_t rows, int64_t head_dim, int64_t tile);
+
 // Online-softmax kernels. The scalar one handles any head_dim; AVX2 needs head_dim % 8 == 0,
 // AVX-512 head_dim % 16 == 0.
 void run_task_scalar(const Task& task);
