@@ -119,12 +119,13 @@ const char* attention_kernel_name() {
 
 namespace attn {
 
-TaskScratch task_scratch(int64_t rows, int64_t D, int64_t tile) {
+TaskScratch begin_task(const Task& t, int64_t tile) {
   struct Storage {
     std::vector<float> buf;
     std::vector<int64_t> index;
   };
   thread_local Storage st;
+  const int64_t D = t.kv->head_dim, rows = t.rows();
   const size_t need = static_cast<size_t>(rows * (2 * D + tile + 2) + tile * D);
   if (st.buf.size() < need) st.buf.assign(need, 0.0f);  // zeroed: padded tile rows stay finite
   if (st.index.size() < static_cast<size_t>(3 * rows)) st.index.resize(static_cast<size_t>(3 * rows));
@@ -138,7 +139,41 @@ TaskScratch task_scratch(int64_t rows, int64_t D, int64_t tile) {
   w.active = st.index.data();
   w.lo = w.active + rows;
   w.hi = w.lo + rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* q = t.q_row(r);
+    for (int64_t d = 0; d < D; ++d) w.qs[r * D + d] = t.scale * q[d];
+    std::fill(w.acc + r * D, w.acc + (r + 1) * D, 0.0f);
+    w.m[r] = -std::numeric_limits<float>::infinity();
+    w.l[r] = 0.0f;
+    // Rows are in query order: row 0 starts first, the last row ends last.
+    w.lo[r] = t.row_lo(r);
+    w.hi[r] = t.row_hi(r);
+  }
   return w;
+}
+
+int64_t active_rows(const TaskScratch& w, int64_t rows, int64_t k0, int64_t n) {
+  int64_t count = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    if (w.lo[r] < k0 + n && w.hi[r] > k0) w.active[count++] = r;
+  return count;
+}
+
+void finish_task(const Task& t, const TaskScratch& w) {
+  const int64_t D = t.kv->head_dim;
+  for (int64_t r = 0; r < t.rows(); ++r) {
+    const float* acc = w.acc + r * D;
+    if (t.finalize) {
+      const float inv = w.l[r] > 0 ? 1.0f / w.l[r] : 0.0f;
+      float* o = t.out_row(r);
+      for (int64_t d = 0; d < D; ++d) o[d] = inv * acc[d];
+    } else {
+      float* part = t.partial + r * (D + 2);
+      part[0] = w.m[r];
+      part[1] = w.l[r];
+      std::memcpy(part + 2, acc, static_cast<size_t>(D) * sizeof(float));
+    }
+  }
 }
 
 }  // namespace attn

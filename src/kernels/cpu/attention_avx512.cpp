@@ -198,19 +198,7 @@ void accumulate_rows(const float* const* p, const float* v, int64_t D, int64_t t
 
 void run_task_avx512(const Task& t) {
   const int64_t D = t.kv->head_dim, R = t.rows();
-  const TaskScratch w = task_scratch(R, D, kTile);
-  const __m512 scale = _mm512_set1_ps(t.scale);
-  for (int64_t r = 0; r < R; ++r) {
-    const float* q = t.q_row(r);
-    for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(w.qs + r * D + d, _mm512_mul_ps(scale, _mm512_loadu_ps(q + d)));
-    std::memset(w.acc + r * D, 0, static_cast<size_t>(D) * sizeof(float));
-    w.m[r] = -std::numeric_limits<float>::infinity();
-    w.l[r] = 0.0f;
-  }
-  for (int64_t r = 0; r < R; ++r) {
-    w.lo[r] = t.row_lo(r);
-    w.hi[r] = t.row_hi(r);
-  }
+  const TaskScratch w = begin_task(t, kTile);
   const int64_t* row_lo = w.lo;
   const int64_t* row_hi = w.hi;
   const int64_t k_begin = row_lo[0], k_end = row_hi[R - 1];
@@ -221,9 +209,7 @@ void run_task_avx512(const Task& t) {
 
   for (int64_t k0 = k_begin; k0 < k_end; k0 += kTile) {
     const int64_t n = std::min(kTile, k_end - k0);
-    int64_t n_active = 0;
-    for (int64_t r = 0; r < R; ++r)
-      if (row_lo[r] < k0 + n && row_hi[r] > k0) w.active[static_cast<size_t>(n_active++)] = r;
+    const int64_t n_active = active_rows(w, R, k0, n);
     if (n_active == 0) continue;
 
     // Scores of every active row against the tile's keys (padded to the key step; the
@@ -312,19 +298,7 @@ void run_task_avx512(const Task& t) {
     }
   }
 
-  for (int64_t r = 0; r < R; ++r) {
-    const float* acc = w.acc + r * D;
-    if (t.finalize) {
-      const __m512 inv = _mm512_set1_ps(w.l[r] > 0 ? 1.0f / w.l[r] : 0.0f);
-      float* o = t.out_row(r);
-      for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(o + d, _mm512_mul_ps(inv, _mm512_loadu_ps(acc + d)));
-    } else {
-      float* part = t.partial + r * (D + 2);
-      part[0] = w.m[r];
-      part[1] = w.l[r];
-      std::memcpy(part + 2, acc, static_cast<size_t>(D) * 4);
-    }
-  }
+  finish_task(t, w);
 }
 
 }  // namespace squeeze::kernels::cpu::attn

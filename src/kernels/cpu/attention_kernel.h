@@ -48,15 +48,22 @@ using Kernel = void (*)(const Task& task);
 
 // A task kernel's per-thread scratch: rows × (2·head_dim + tile + 2) + tile × head_dim floats
 // (queries scaled, accumulators, scores, the widened K/V tile, running max and sum) and
-// three index arrays of `rows`; the tile rows start zeroed, so padding stays finite. It
-// lives in attention.cpp, compiled for the baseline ISA: the ISA kernels' translation units
-// instantiate no library templates, because a std::vector member emitted there with AVX-512
-// could be the copy the linker keeps for every caller, AVX2-only CPUs included.
+// three index arrays of `rows`; the tile rows start zeroed, so padding stays finite.
+// The ISA-independent parts of a task live in attention.cpp, compiled for the baseline
+// ISA: the ISA kernels' translation units instantiate no library templates, because a
+// std::vector member emitted there with AVX-512 could be the copy the linker keeps for
+// every caller, AVX2-only CPUs included.
 struct TaskScratch {
   float *qs, *acc, *s, *tile, *m, *l;
   int64_t *active, *lo, *hi;
 };
-TaskScratch task_scratch(int64_t rows, int64_t head_dim, int64_t tile);
+// The scratch of this thread for task t, initialised: queries scaled by t.scale,
+// accumulators 0, running max −inf and sum 0, each row's key range [lo, hi).
+TaskScratch begin_task(const Task& t, int64_t tile);
+// Rows whose key range meets the tile [k0, k0 + n), in row order, into w.active; their count.
+int64_t active_rows(const TaskScratch& w, int64_t rows, int64_t k0, int64_t n);
+// Writes the task's rows: acc / l to t.out, or [m, l, acc] to t.partial.
+void finish_task(const Task& t, const TaskScratch& w);
 
 // Online-softmax kernels. The scalar one handles any head_dim; AVX2 needs head_dim % 8 == 0,
 // AVX-512 head_dim % 16 == 0.
