@@ -1,6 +1,9 @@
 // bench/bench_machine.cpp — this machine's ceilings, the roofline every report uses:
 // DRAM read bandwidth, write-mixed bandwidth (copy, in-place update, STREAM triad) and
-// the peak f32 FMA rate, on 1 and 2 threads. Arrays are 256 MiB, far past any L3.
+// the peak f32 FMA rate, on 1 and 2 threads. Each array is at least 4x the L3 (and at
+// least 256 MiB): a VM may report a large shared L3 (480 MiB here), and a working set
+// that partly fits in it reads faster than DRAM, which would flatter every ceiling.
+// SQUEEZE_PROBE_MIB overrides the size.
 //
 // A ceiling must bound every kernel measured against it, so each one is the best of
 // several probes (as STREAM-like tools do), and report.py takes the maximum over the
@@ -12,6 +15,10 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -24,8 +31,22 @@ namespace {
 using squeeze::AlignedBuffer;
 using squeeze::ThreadPool;
 
-constexpr size_t kBytes = size_t{256} << 20;
-constexpr int64_t kFloats = static_cast<int64_t>(kBytes / sizeof(float));
+// 4x the L3, at least 256 MiB, at most an eighth of memory (three arrays), in whole MiB.
+size_t probe_bytes() {
+  constexpr size_t kMiB = size_t{1} << 20;
+  if (const char* env = std::getenv("SQUEEZE_PROBE_MIB")) {
+    const long mib = std::atol(env);
+    if (mib >= 16) return static_cast<size_t>(mib) * kMiB;
+  }
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  size_t bytes = std::max<size_t>(256 * kMiB, l3 > 0 ? 4 * static_cast<size_t>(l3) : 0);
+  if (pages > 0 && page > 0) bytes = std::min(bytes, static_cast<size_t>(pages) * static_cast<size_t>(page) / 8);
+  return bytes / kMiB * kMiB;
+}
+
+const size_t kBytes = probe_bytes();
+const int64_t kFloats = static_cast<int64_t>(kBytes / sizeof(float));
 
 struct Arrays {
   AlignedBuffer a{kBytes}, b{kBytes}, c{kBytes};
@@ -243,6 +264,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   register_all();
+  benchmark::AddCustomContext("probe_array_mib", std::to_string(kBytes >> 20));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
