@@ -1,6 +1,8 @@
 // model/weights.cpp
 #include "model/weights.h"
 
+#include <span>
+
 #include "core/error.h"
 #include "quant/packed.h"
 #include "quant/traits.h"
@@ -23,15 +25,35 @@ std::vector<float> vector_f32(const gguf::File& f, const std::string& name) {
   return out;
 }
 
-// Repacks m for the active ISA's integer tile when its type has one. The file's pages of
-// the original rows are then released (unless `keep`: the embedding lookup reads them):
-// they fault back in from the file if a path with explicit kernels ever reads them.
-void pack(const gguf::File& f, quant::QMatrix& m, std::vector<AlignedBuffer>& storage, bool keep = false) {
-  if (!quant::packs(m.type) || m.rows == 0) return;
-  AlignedBuffer& buf = storage.emplace_back(static_cast<size_t>(quant::packed_bytes(m.type, m.rows, m.cols)));
-  quant::pack_matrix(m.type, m.data, m.rows, m.cols, buf.data());
-  m.packed = buf.data();
-  if (!keep) f.release_pages(m.data, static_cast<size_t>(m.rows * quant::row_bytes(m.type, m.cols)));
+// A matrix to repack for the active ISA's integer tile; `keep`: the embedding lookup still
+// reads the original rows.
+struct PackJob {
+  quant::QMatrix* m;
+  bool keep;
+};
+
+// Repacks every job's matrix into one buffer. One buffer, not one per matrix: buffers of
+// 4 MiB and more get transparent huge pages (core/aligned_buffer.h), which most of a
+// model's matrices are too small for alone; on 4 KiB pages a decode step's weight reads
+// also walk the page tables of every page they touch. The file's pages of the original
+// rows are then released (unless kept): they fault back in from the file if a path with
+// explicit kernels ever reads them.
+void pack_all(const gguf::File& f, std::span<const PackJob> jobs, std::vector<AlignedBuffer>& storage) {
+  constexpr size_t kAlign = 64;
+  const auto bytes = [](const quant::QMatrix& m) {
+    return (static_cast<size_t>(quant::packed_bytes(m.type, m.rows, m.cols)) + kAlign - 1) / kAlign * kAlign;
+  };
+  size_t total = 0;
+  for (const PackJob& j : jobs) total += bytes(*j.m);
+  if (total == 0) return;
+  auto* base = static_cast<std::byte*>(storage.emplace_back(total).data());
+  for (const PackJob& j : jobs) {
+    quant::QMatrix& m = *j.m;
+    quant::pack_matrix(m.type, m.data, m.rows, m.cols, base);
+    m.packed = base;
+    base += bytes(m);
+    if (!j.keep) f.release_pages(m.data, static_cast<size_t>(m.rows * quant::row_bytes(m.type, m.cols)));
+  }
 }
 
 }  // namespace
@@ -70,10 +92,14 @@ Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
   }
   w.output_norm = vector_f32(f, "output_norm.weight");
   w.output = c.tied_output ? w.token_embd : matrix(f, "output.weight");
+  std::vector<PackJob> jobs;
+  const auto add = [&](quant::QMatrix& m, bool keep) {
+    if (m.data && m.rows > 0 && quant::packs(m.type)) jobs.push_back({&m, keep});
+  };
   for (LayerWeights& l : w.layers)
-    for (quant::QMatrix* m : {&l.wq, &l.wk, &l.wv, &l.attn_gate, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      if (m->data) pack(f, *m, w.packed_storage);
-  pack(f, w.output, w.packed_storage, /*keep=*/c.tied_output);
+    for (quant::QMatrix* m : {&l.wq, &l.wk, &l.wv, &l.attn_gate, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m, false);
+  add(w.output, /*keep=*/c.tied_output);
+  pack_all(f, jobs, w.packed_storage);
   return w;
 }
 

@@ -123,19 +123,26 @@ struct Q8Rows {  // blocks of kKvQ8Block codes after an f16 scale; D % kKvQ8Bloc
   }
 };
 
-// Prefetches `bytes` from p into L2, one line per call of step() (spread over a tile's work).
+// Prefetches `bytes` from p into L2: per_call lines per step(), the rest by rest().
 struct LinePrefetcher {
   const std::byte* p = nullptr;
   size_t bytes = 0, done = 0;
-  int per_call = 0;  // lines per step()
-  void spread_over(int64_t calls) { per_call = static_cast<int>((bytes / 64 + calls - 1) / std::max<int64_t>(calls, 1)); }
-  void step() {
-    for (int i = 0; i < per_call && done < bytes; ++i) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + done), _MM_HINT_T1);
-      done += 64;
-    }
+  int64_t per_call = 1;
+  // Spreads the lines over `calls` steps (at least one line per step).
+  void spread_over(int64_t calls) {
+    const auto lines = static_cast<int64_t>((bytes + 63) / 64);
+    per_call = std::max<int64_t>(1, (lines + calls - 1) / std::max<int64_t>(calls, 1));
   }
-  void rest() { while (done < bytes) step(); }
+  void line() {
+    _mm_prefetch(reinterpret_cast<const char*>(p + done), _MM_HINT_T1);
+    done += 64;
+  }
+  void step() {
+    for (int64_t i = 0; i < per_call && done < bytes; ++i) line();
+  }
+  void rest() {
+    while (done < bytes) line();
+  }
 };
 
 // exp on 16 lanes: the AVX2 kernel's range reduction and Cephes polynomial.
