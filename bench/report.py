@@ -56,6 +56,8 @@ def main(paths):
     # host's bandwidth drifts over minutes on a shared VM, and a ceiling must hold for
     # every kernel measured in between.
     machine = [r for path in paths[0].split(",") for r in load(path)]
+    with open(paths[0].split(",")[0]) as f:  # bench_machine names its array size (4x the L3)
+        array_mib = json.load(f).get("context", {}).get("probe_array_mib", "256")
     ceil, probe = {}, {}
     for t in (1, 2):
         ceil[f"read{t}"], probe[f"read{t}"] = best(machine, "BM_read_bandwidth", t)
@@ -69,7 +71,7 @@ def main(paths):
     out.append("Each ceiling is the best of its probes (names in brackets) over 5 repetitions each; "
                "writes are counted with their write-allocate reads.\n")
     out.append("| ceiling | 1 thread | 2 threads |\n|---|---|---|")
-    out.append(f"| read bandwidth, 256 MiB | {gb(ceil['read1']):.1f} GB/s ({probe['read1'][18:]}) | "
+    out.append(f"| read bandwidth, {array_mib} MiB | {gb(ceil['read1']):.1f} GB/s ({probe['read1'][18:]}) | "
                f"{gb(ceil['read2']):.1f} GB/s ({probe['read2'][18:]}) |")
     out.append(f"| write-mixed bandwidth (copy, in-place update, triad) | {gb(ceil['write1']):.1f} GB/s ({probe['write1']}) | "
                f"{gb(ceil['write2']):.1f} GB/s ({probe['write2']}) |")
