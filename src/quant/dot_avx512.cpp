@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/count_dispatch.h"
 #include "quant/kernels_impl.h"
 
 namespace squeeze::quant::impl {
@@ -45,16 +46,6 @@ inline __m512i load64(const void* p) { return _mm512_loadu_si512(p); }
 template <int Bytes>
 inline void prefetch_ahead(const void* p) {
   for (int o = 0; o < Bytes; o += 64) _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes + o, _MM_HINT_T0);
-}
-
-template <typename Rows>
-void dispatch_nt(int nt, Rows rows) {
-  switch (nt) {
-    case 1: return rows(std::integral_constant<int, 1>{});
-    case 2: return rows(std::integral_constant<int, 2>{});
-    case 3: return rows(std::integral_constant<int, 3>{});
-    default: return rows(std::integral_constant<int, 4>{});
-  }
 }
 
 // ---- F32 / F16 / BF16 weights, f32 activations ----
@@ -228,7 +219,7 @@ void q5k_rows(int64_t n, const void* w, const void* a, int64_t s, float* o) {
     return r;                                                                                        \
   }                                                                                                  \
   void avx512_multi_##T(int64_t n, const void* w, const void* a, int64_t s, int nt, float* out) {    \
-    dispatch_nt(nt, [&](auto k) { ROWS<decltype(k)::value>(n, w, a, s, out); });                  \
+    dispatch_count(nt, [&](auto k) { ROWS<decltype(k)::value>(n, w, a, s, out); });                  \
   }
 
 SQZ_AVX512_DOT(f32, f32_rows)

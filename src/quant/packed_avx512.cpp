@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/count_dispatch.h"
 #include "quant/packed.h"
 
 namespace squeeze::quant::impl {
@@ -321,22 +322,11 @@ void gemv_q6k(int64_t K, const PackedQ6K* const* g, const BlockQ8_K* x, float* c
     _mm512_mask_storeu_ps(y[k], static_cast<__mmask16>((1u << n_valid[k]) - 1u), acc[k]);
 }
 
-// Calls f with std::integral_constant<int, n> for n in 1..4 (beyond 4: 4).
-template <typename F>
-void with_count(int n, F f) {
-  switch (n) {
-    case 1: return f(std::integral_constant<int, 1>{});
-    case 2: return f(std::integral_constant<int, 2>{});
-    case 3: return f(std::integral_constant<int, 3>{});
-    default: return f(std::integral_constant<int, 4>{});
-  }
-}
-
 }  // namespace
 
 void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                              int64_t ldy, int n_valid) {
-  with_count(nt, [&](auto n) {
+  dispatch_count(nt, [&](auto n) {
     tile_q4k<decltype(n)::value>(K, static_cast<const PackedQ4K*>(group), static_cast<const uint8_t*>(a), a_stride, y,
                                  ldy, n_valid);
   });
@@ -344,7 +334,7 @@ void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_
 
 void avx512_packed_tile_q6_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                              int64_t ldy, int n_valid) {
-  with_count(nt, [&](auto n) {
+  dispatch_count(nt, [&](auto n) {
     tile_q6k<decltype(n)::value>(K, static_cast<const PackedQ6K*>(group), static_cast<const uint8_t*>(a), a_stride, y,
                                  ldy, n_valid);
   });
@@ -352,7 +342,7 @@ void avx512_packed_tile_q6_k(int64_t K, const void* group, const void* a, int64_
 
 void avx512_packed_gemv_q4_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                              const int* n_valid) {
-  with_count(ng, [&](auto n) {
+  dispatch_count(ng, [&](auto n) {
     gemv_q4k<decltype(n)::value>(K, reinterpret_cast<const PackedQ4K* const*>(groups),
                                  static_cast<const BlockQ8_K*>(a), y, n_valid);
   });
@@ -360,7 +350,7 @@ void avx512_packed_gemv_q4_k(int64_t K, const void* const* groups, int ng, const
 
 void avx512_packed_gemv_q6_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                              const int* n_valid) {
-  with_count(ng, [&](auto n) {
+  dispatch_count(ng, [&](auto n) {
     gemv_q6k<decltype(n)::value>(K, reinterpret_cast<const PackedQ6K* const*>(groups),
                                  static_cast<const BlockQ8_K*>(a), y, n_valid);
   });

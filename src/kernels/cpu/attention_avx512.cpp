@@ -35,64 +35,9 @@ constexpr int64_t kInPlacePrefetchKeys = kTile;
 
 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
-// Keys [k0, k0 + n) of one KV head's K (or V) as f32 rows [n][D]; prefetches the rows
-// `ahead` positions later (below `limit`) into L2 while converting (as the AVX2 kernel).
-void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool values, float* dst, int64_t ahead,
-               int64_t limit) {
-  const int64_t D = kv.head_dim;
-  const size_t row_bytes = kv.row_bytes();
-  const std::byte* pf = nullptr;
-  size_t pf_bytes = 0;
-  if (k0 + ahead < limit) {
-    const KvLayerView::Run next = kv.run(head, k0 + ahead, std::min(n, limit - k0 - ahead));
-    pf = values ? next.v : next.k;
-    pf_bytes = static_cast<size_t>(next.len) * row_bytes;
-  }
-  size_t pf_done = 0;
-  const auto prefetch = [&] {
-    if (pf_done < pf_bytes) {
-      _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
-      pf_done += 64;
-    }
-  };
-  for (int64_t done = 0; done < n;) {
-    const KvLayerView::Run run = kv.run(head, k0 + done, n - done);
-    const std::byte* src = values ? run.v : run.k;
-    const int64_t count = run.len * D;
-    if (kv.type == KvType::F32) {
-      for (size_t off = 0; off < static_cast<size_t>(count) * 4; off += 64) prefetch();
-      std::memcpy(dst, src, static_cast<size_t>(count) * 4);
-    } else if (kv.type == KvType::Q8_0) {
-      // scale · code in one rounding, as kv_decode_row.
-      for (int64_t b = 0; b < count / kKvQ8Block; ++b) {
-        const std::byte* blk = src + b * (2 + kKvQ8Block);
-        if ((b & 1) == 0) prefetch();
-        uint16_t h;
-        std::memcpy(&h, blk, 2);
-        const __m512 d = _mm512_set1_ps(half_to_float(h));
-        const auto* q = reinterpret_cast<const __m128i*>(blk + 2);
-        _mm512_storeu_ps(dst + b * kKvQ8Block, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(q)))));
-        _mm512_storeu_ps(dst + b * kKvQ8Block + 16,
-                         _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(q + 1)))));
-      }
-    } else {
-      const bool bf16 = kv.type == KvType::BF16;
-      const auto* h = reinterpret_cast<const __m256i*>(src);
-      for (int64_t i = 0; i < count; i += 16) {
-        if ((i & 31) == 0) prefetch();  // one 64-byte line per 32 halves read
-        const __m256i x = _mm256_loadu_si256(h + i / 16);
-        const __m512 f = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16)) : _mm512_cvtph_ps(x);
-        _mm512_storeu_ps(dst + i, f);
-      }
-    }
-    dst += count;
-    done += run.len;
-  }
-}
-
 // Rows of K or V read 16 lanes at a time (at element i of the rows from here): the
-// widened f32 tile, or a full tile's rows in the cache itself, widened in registers —
-// scale · code in one rounding for q8_0, as load_tile and kv_decode_row.
+// widened f32 tile, or rows of a 16-bit or q8_0 cache widened in registers — scale · code
+// in one rounding for q8_0, as kv_decode_row.
 struct F32Rows {
   const float* p;
   F32Rows rows_from(int64_t j, int64_t D) const { return {p + j * D}; }
@@ -122,6 +67,58 @@ struct Q8Rows {  // blocks of kKvQ8Block codes after an f16 scale; D % kKvQ8Bloc
     return _mm512_mul_ps(_mm512_set1_ps(half_to_float(h)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
   }
 };
+
+// Calls body with the row reader of a non-f32 cache's rows starting at p.
+template <typename Body>
+void with_cache_rows(KvType type, const std::byte* p, Body&& body) {
+  switch (type) {
+    case KvType::F16: body(F16Rows{reinterpret_cast<const uint16_t*>(p)}); break;
+    case KvType::BF16: body(BF16Rows{reinterpret_cast<const uint16_t*>(p)}); break;
+    default: body(Q8Rows{p}); break;
+  }
+}
+
+// Keys [k0, k0 + n) of one KV head's K (or V) as f32 rows [n][D]; prefetches the rows
+// `ahead` positions later (below `limit`) into L2 while converting (as the AVX2 kernel).
+void load_tile(const KvLayerView& kv, int64_t head, int64_t k0, int64_t n, bool values, float* dst, int64_t ahead,
+               int64_t limit) {
+  const int64_t D = kv.head_dim;
+  const size_t row_bytes = kv.row_bytes();
+  const std::byte* pf = nullptr;
+  size_t pf_bytes = 0;
+  if (k0 + ahead < limit) {
+    const KvLayerView::Run next = kv.run(head, k0 + ahead, std::min(n, limit - k0 - ahead));
+    pf = values ? next.v : next.k;
+    pf_bytes = static_cast<size_t>(next.len) * row_bytes;
+  }
+  size_t pf_done = 0;
+  const auto prefetch = [&] {
+    if (pf_done < pf_bytes) {
+      _mm_prefetch(reinterpret_cast<const char*>(pf + pf_done), _MM_HINT_T1);
+      pf_done += 64;
+    }
+  };
+  for (int64_t done = 0; done < n;) {
+    const KvLayerView::Run run = kv.run(head, k0 + done, n - done);
+    const std::byte* src = values ? run.v : run.k;
+    const int64_t count = run.len * D;
+    if (kv.type == KvType::F32) {
+      for (size_t off = 0; off < static_cast<size_t>(count) * 4; off += 64) prefetch();
+      std::memcpy(dst, src, static_cast<size_t>(count) * 4);
+    } else {
+      // One 64-byte line prefetched per line read (a q8_0 line holds ~60 values).
+      const int64_t per_line = kv.type == KvType::Q8_0 ? 64 : 32;
+      with_cache_rows(kv.type, src, [&](auto rows) {
+        for (int64_t i = 0; i < count; i += 16) {
+          if (i % per_line == 0) prefetch();
+          _mm512_storeu_ps(dst + i, rows.load(i));
+        }
+      });
+    }
+    dst += count;
+    done += run.len;
+  }
+}
 
 // Prefetches `bytes` from p into L2: per_call lines per step(), the rest by rest().
 struct LinePrefetcher {
@@ -345,15 +342,8 @@ void run_task_avx512(const Task& t) {
       const size_t bytes = static_cast<size_t>(next.len) * row_bytes;
       pf_k = {next.k, bytes}, pf_v = {next.v, bytes};
     }
-    const auto in_place_rows = [&](const std::byte* p, auto&& body) {
-      switch (kv.type) {
-        case KvType::F16: body(F16Rows{reinterpret_cast<const uint16_t*>(p)}); break;
-        case KvType::BF16: body(BF16Rows{reinterpret_cast<const uint16_t*>(p)}); break;
-        default: body(Q8Rows{p}); break;
-      }
-    };
     if (in_place) {
-      in_place_rows(run.k, [&](auto k) { tile_scores(n_active, n, k, pf_k); });
+      with_cache_rows(kv.type, run.k, [&](auto k) { tile_scores(n_active, n, k, pf_k); });
     } else {
       load_tile(kv, t.kv_head, k0, n, false, w.tile, kPrefetchKeys, k_end);
       tile_scores(n_active, n, F32Rows{w.tile}, pf_k);
@@ -395,7 +385,7 @@ void run_task_avx512(const Task& t) {
     }
 
     if (in_place) {
-      in_place_rows(run.v, [&](auto v) { tile_accumulate(n_active, k0, n, v, pf_v); });
+      with_cache_rows(kv.type, run.v, [&](auto v) { tile_accumulate(n_active, k0, n, v, pf_v); });
     } else {
       load_tile(kv, t.kv_head, k0, n, true, w.tile, kPrefetchKeys, k_end);
       tile_accumulate(n_active, k0, n, F32Rows{w.tile}, pf_v);
