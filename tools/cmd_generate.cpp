@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "npy.h"
+#include "speculation.h"
 #include "text/sampler.h"
 #include "text/stop.h"
 
@@ -67,6 +68,7 @@ int run_generate(int argc, char** argv) {
       .option({"--dump"}, "DIR", "write every intermediate of the prompt's forward pass and its logits as .npy")
       .flag({"--ignore-eos"}, "keep generating past end-of-sequence (and end-of-turn)");
   add_sampling_options(args);
+  add_speculation_options(args);
   if (!args.parse(argc, argv)) return 0;
   const std::string path = args.get("--model");
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
@@ -82,6 +84,8 @@ int run_generate(int argc, char** argv) {
   const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(kv, "--kv");
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
                                            .kv_type = kv_type});
+  const Speculation speculation = make_speculation(args, *model, session);
+  SQZ_CHECK(!speculation.speculator || !args.has("--dump"), "--dump runs without speculative decoding");
   const auto& tok = model->tokenizer();
   std::optional<squeeze::serve::ChatFormat> format;
   std::vector<int32_t> prompt;
@@ -125,7 +129,8 @@ int run_generate(int argc, char** argv) {
   for (int32_t t : prompt) sampler.accept(t);
 
   const auto t0 = Clock::now();
-  auto logits = session.forward(prompt, /*all_logits=*/args.has("--dump"));
+  auto logits = speculation.speculator ? speculation.speculator->prefill(prompt)
+                                       : session.forward(prompt, /*all_logits=*/args.has("--dump"));
   const double prompt_s = seconds_since(t0);
   session.set_dump(nullptr);
   if (args.has("--dump")) {
@@ -140,7 +145,8 @@ int run_generate(int argc, char** argv) {
   }
 
   const auto t1 = Clock::now();
-  const DecodeResult result = decode(session, tok, sampler, checker, logits, {.n_predict = n_predict}, emit);
+  const DecodeResult result = decode(session, tok, sampler, checker, logits,
+                                     {.n_predict = n_predict, .speculator = speculation.speculator.get()}, emit);
   if (result.context_full)
     std::fprintf(stderr, "\n[context of %lld tokens is full]", static_cast<long long>(session.n_ctx()));
   const int64_t generated = result.generated;
@@ -152,6 +158,7 @@ int run_generate(int argc, char** argv) {
                prompt.size(), prompt_s, prompt.size() / std::max(prompt_s, 1e-9), static_cast<long long>(generated), gen_s,
                generated / std::max(gen_s, 1e-9), mem.bytes_held, static_cast<long long>(mem.positions),
                squeeze::default_thread_pool().size());
+  if (speculation.speculator) std::fprintf(stderr, "%s\n", speculation_summary(speculation).c_str());
   return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 namespace squeeze::cli {
 
@@ -45,17 +46,24 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
   };
 
   DecodeResult r;
+  model::Speculator* const spec = params.speculator;
+  // One emitted token: sampler history, stop checks, streaming. False when generation ends.
+  const auto emit_token = [&](int32_t token) {
+    sampler.accept(token);
+    ++r.generated;
+    const auto step = checker.push(token, tok.token_to_piece(token, {.render_control = false}));
+    emit(step.text);
+    return !step.stopped();
+  };
+  std::optional<int32_t> next_sampled;  // the target's pick from the last verified row
   while (r.generated < params.n_predict) {
     if (params.interrupt && params.interrupt->load()) {
       r.interrupted = true;
       break;
     }
-    const int32_t next = sampler.sample(allowed(logits));
-    sampler.accept(next);
-    ++r.generated;
-    const auto step = checker.push(next, tok.token_to_piece(next, {.render_control = false}));
-    emit(step.text);
-    if (step.stopped()) break;
+    const int32_t next = next_sampled ? *next_sampled : sampler.sample(allowed(logits));
+    next_sampled.reset();
+    if (!emit_token(next)) break;
     // `next` came from the logits of the last cached position; it can be run only while
     // the cache has room, so generation ends with the context exactly full (n_ctx
     // positions cached, plus this last token sampled from them).
@@ -63,8 +71,47 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
       r.context_full = true;
       break;
     }
-    logits = session.forward(std::span<const int32_t>(&next, 1));
-    if (params.forwarded) params.forwarded->push_back(next);
+    if (!spec) {
+      logits = session.forward(std::span<const int32_t>(&next, 1));
+      if (params.forwarded) params.forwarded->push_back(next);
+      continue;
+    }
+    // Draft, verify [next, drafts…] in one step, and walk the rows: row i is the target's
+    // distribution after next, d_1 … d_i; draft d_{i+1} stays while the sampler picks it.
+    const int64_t room = std::min(params.n_predict - r.generated, session.n_ctx() - session.position() - 1);
+    const std::vector<int32_t> drafts = spec->draft(next, room);
+    const auto rows = spec->verify(next, drafts);
+    const size_t V = static_cast<size_t>(tok.n_vocab());
+    int64_t kept = 1;  // rows whose tokens stay in the cache: next and the drafts kept
+    bool going = true;
+    for (size_t i = 0; i <= drafts.size(); ++i) {
+      const int32_t y = sampler.sample(allowed(rows.subspan(i * V, V)));
+      if (i == drafts.size() || y != drafts[i]) {  // the target's own token: sampled, not yet run
+        next_sampled = y;
+        logits = rows.subspan(i * V, V);
+        break;
+      }
+      if (r.generated >= params.n_predict) {
+        going = false;
+        break;
+      }
+      if (params.interrupt && params.interrupt->load()) {
+        r.interrupted = true;
+        going = false;
+        break;
+      }
+      if (!emit_token(y)) {  // a stop: sampled, not run, as in a plain step
+        going = false;
+        break;
+      }
+      ++kept;
+    }
+    spec->commit(kept);
+    if (params.forwarded) {
+      params.forwarded->push_back(next);
+      params.forwarded->insert(params.forwarded->end(), drafts.begin(), drafts.begin() + (kept - 1));
+    }
+    if (!going) break;
   }
   if (checker.reason() == text::StopReason::none) emit(checker.finish());
   return r;

@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "model/session.h"
+#include "model/speculative.h"
 #include "text/sampler.h"
 #include "text/stop.h"
 #include "text/tokenizer.h"
@@ -37,6 +38,10 @@ struct DecodeParams {
   const std::atomic<bool>* interrupt = nullptr;
   // Every token run through the session is appended here (the ids the KV cache holds).
   std::vector<int32_t>* forwarded = nullptr;
+  // Speculative decoding around the session (null: one token per step). The output is the
+  // same either way: each draft is kept only when the sampler, walking the verified rows,
+  // picks it itself.
+  model::Speculator* speculator = nullptr;
 };
 
 // Samples from `logits` (those of the last cached position), streams the text that

@@ -50,6 +50,11 @@ struct ForwardOptions {
   bool batch_invariant = false;
   const DumpFn* dump = nullptr;
   StepProfile* profile = nullptr;  // accumulates this step's op times when set
+  // Hidden states after each listed layer (0-based; a DFlash drafter's context), written
+  // for every row of the step: taps[row · n · E + t · E ...] is layer tap_layers[t]'s
+  // output for that row (n = tap_layers->size()). Both or neither.
+  const std::vector<int64_t>* tap_layers = nullptr;
+  float* taps = nullptr;
 };
 
 // Activations of one step, for at most max_rows tokens over all chunks.

@@ -27,7 +27,8 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   c.name = file.path();
   c.arch = m.get_string("general.architecture");
   if (!is_supported_arch(c.arch))
-    fail(file.path(), ": unsupported architecture '", c.arch, "' (supported: ", supported_archs(), ")");
+    fail(file.path(), ": unsupported architecture '", c.arch, "' (supported: ", supported_archs(), ")",
+         c.arch == "dflash" ? "; it is a DFlash drafter: pass it with --draft" : "");
   const std::string a = c.arch;
   c.n_layer = positive(m, key(a, "block_count"), m.get_i64(key(a, "block_count")));
   if (c.n_layer > 4096) m.fail_key(key(a, "block_count"), "is implausibly large (" + std::to_string(c.n_layer) + ")");

@@ -9,6 +9,7 @@
 //   output head → × logit scale → soft-cap?. The options are ModelConfig fields
 //   (model/config.h). Shapes in comments: n = tokens in the chunk, E = n_embd, F = n_ff,
 //   H·D = q_dim, Hk·D = kv_dim, V = n_vocab.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -251,6 +252,13 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
     mark(StepOp::norm);
     ops().add(x, proj, x, n * E);
     dump_layer(il, "ffn_residual", x, n, E);
+    if (options.taps) {
+      const auto& taps = *options.tap_layers;
+      const int64_t nt = static_cast<int64_t>(taps.size());
+      for (int64_t t = 0; t < nt; ++t)
+        if (taps[static_cast<size_t>(t)] == il)
+          for (int64_t r = 0; r < n; ++r) std::copy_n(x + r * E, E, options.taps + (r * nt + t) * E);
+    }
     mark(StepOp::residual);
   }
 

@@ -33,6 +33,12 @@ Session::Session(const Model& model, SessionParams params)
   chunk_ = scratch_.max_rows();
 }
 
+void Session::set_taps(std::vector<int64_t> layers) {
+  for (int64_t l : layers) SQZ_CHECK(l >= 0 && l < cfg_.n_layer, "tap layer ", l, " outside the model's ", cfg_.n_layer, " layers");
+  tap_layers_ = std::move(layers);
+  taps_.clear();
+}
+
 std::span<const float> Session::forward(std::span<const int32_t> tokens, bool all_logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   SQZ_CHECK(n > 0, "forward() needs at least one token");
@@ -43,11 +49,17 @@ std::span<const float> Session::forward(std::span<const int32_t> tokens, bool al
   // One row per chunk unless every position's logits are wanted: at a 262k vocabulary a
   // whole chunk of rows would be 512 MiB that nobody reads.
   logits_.resize(static_cast<size_t>((all_logits ? std::min(chunk_, n) : 1) * V));
+  const int64_t tap_width = static_cast<int64_t>(tap_layers_.size()) * cfg_.n_embd;
+  taps_.resize(static_cast<size_t>(n * tap_width));
   for (int64_t done = 0; done < n;) {
     const int64_t m = std::min(chunk_, n - done);
     const bool last = done + m == n;
     const SequenceChunk chunk{.cache = &cache_, .tokens = tokens.data() + done, .n = m, .all_logits = all_logits};
-    forward_step(model_, pool_, scratch_, {&chunk, 1}, logits_.data(), {.batch_invariant = batch_invariant_, .dump = &dump_, .profile = profile_});
+    const bool tapping = !tap_layers_.empty();
+    forward_step(model_, pool_, scratch_, {&chunk, 1}, logits_.data(),
+                 {.batch_invariant = batch_invariant_, .dump = &dump_, .profile = profile_,
+                  .tap_layers = tapping ? &tap_layers_ : nullptr,
+                  .taps = tapping ? taps_.data() + done * tap_width : nullptr});
     if (all_logits) {
       std::copy_n(logits_.data(), m * V, out_logits_.data() + done * V);
     } else if (last) {

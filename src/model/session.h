@@ -44,7 +44,14 @@ class Session {
   void reset() { cache_.clear(); }
   KvMemory kv_memory() const { return cache_.memory(); }
   const KvCache& cache() const { return cache_; }
+  // Batch-invariant products (SessionParams::batch_invariant) for the following steps.
+  void set_batch_invariant(bool on) { batch_invariant_ = on; }
+  bool batch_invariant() const { return batch_invariant_; }
   void set_dump(DumpFn dump) { dump_ = std::move(dump); }
+  // From the next forward() on, keeps the hidden states after these layers for every
+  // token run (empty: none): taps() is [tokens of the last forward(), n_layers · n_embd].
+  void set_taps(std::vector<int64_t> layers);
+  std::span<const float> taps() const { return taps_; }
   // Op times of every following step accumulate into *profile (null: stop timing).
   void set_profile(StepProfile* profile) { profile_ = profile; }
 
@@ -61,6 +68,8 @@ class Session {
   StepProfile* profile_ = nullptr;
   ForwardScratch scratch_;  // for chunk_ tokens
   std::vector<float> logits_, out_logits_;
+  std::vector<int64_t> tap_layers_;
+  std::vector<float> taps_;
 };
 
 }  // namespace squeeze::model

@@ -1,0 +1,220 @@
+// model/speculative.cpp — draft sources, verification bookkeeping and the draft-length
+// controller.
+#include "model/speculative.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace squeeze::model {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Weight of older observations per new one: acceptance and costs follow the text and the
+// machine's load as they change.
+constexpr double kDecay = 0.97;
+// Draft lengths the controller considers (0: a plain step).
+constexpr int64_t kLengths[] = {0, 1, 2, 3, 4, 5, 7, 9, 11, 15, 23, 31, 47, 63};
+// After this many plain steps in a row, one short draft re-measures acceptance.
+constexpr int64_t kProbeEvery = 16;
+
+}  // namespace
+
+// ---- DFlash ----------------------------------------------------------------------------
+
+DFlashSource::DFlashSource(const Drafter& drafter, ThreadPool* pool) : drafter_(drafter), context_(drafter, pool) {}
+
+void DFlashSource::commit(std::span<const int32_t> tokens, const float* taps) {
+  SQZ_CHECK(taps != nullptr || tokens.empty(), "DFlash: committed tokens without their target hidden states");
+  context_.append(taps, static_cast<int64_t>(tokens.size()));
+}
+
+std::vector<int32_t> DFlashSource::propose(int32_t anchor, int64_t max_tokens) {
+  const int64_t k = std::min(max_tokens, max_proposal());
+  if (k <= 0) return {};
+  const auto logits = context_.propose(anchor, k + 1);
+  const int64_t V = drafter_.target().config().n_vocab;
+  std::vector<int32_t> drafts(static_cast<size_t>(k));
+  for (int64_t j = 0; j < k; ++j) {
+    const float* row = logits.data() + j * V;
+    drafts[static_cast<size_t>(j)] = static_cast<int32_t>(std::max_element(row, row + V) - row);
+  }
+  return drafts;
+}
+
+// ---- prompt lookup ---------------------------------------------------------------------
+
+PromptLookupSource::PromptLookupSource(int64_t max_tokens, int64_t ngram_min, int64_t ngram_max)
+    : max_tokens_(max_tokens), ngram_min_(ngram_min), ngram_max_(ngram_max) {
+  SQZ_CHECK(max_tokens >= 1 && ngram_min >= 1 && ngram_max >= ngram_min, "prompt lookup: bad sizes (tokens ",
+            max_tokens, ", n-gram ", ngram_min, "..", ngram_max, ")");
+}
+
+void PromptLookupSource::commit(std::span<const int32_t> tokens, const float*) {
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
+}
+
+void PromptLookupSource::truncate(int64_t pos) {
+  SQZ_CHECK(pos >= 0 && pos <= size(), "prompt lookup: cannot truncate to ", pos);
+  history_.resize(static_cast<size_t>(pos));
+}
+
+std::vector<int32_t> PromptLookupSource::propose(int32_t anchor, int64_t max_tokens) {
+  const int64_t k = std::min(max_tokens, max_tokens_);
+  if (k <= 0) return {};
+  std::vector<int32_t> seq = history_;
+  seq.push_back(anchor);
+  const int64_t n = static_cast<int64_t>(seq.size());
+  for (int64_t g = std::min(ngram_max_, n - 1); g >= ngram_min_; --g) {
+    const int32_t* suffix = seq.data() + n - g;
+    // latest earlier occurrence that has at least one token after it
+    for (int64_t start = n - g - 1; start >= 0; --start) {
+      if (!std::equal(suffix, suffix + g, seq.data() + start)) continue;
+      const int64_t from = start + g, take = std::min(k, n - from);
+      return {seq.begin() + from, seq.begin() + from + take};
+    }
+  }
+  return {};
+}
+
+// ---- speculator ------------------------------------------------------------------------
+
+Speculator::Speculator(Session& target, DraftSource& source, SpeculatorParams params)
+    : target_(target), source_(source), params_(params) {
+  SQZ_CHECK(params_.max_drafts >= 1, "speculative decoding needs at least one draft token per step");
+  params_.max_drafts = std::min(params_.max_drafts, source.max_proposal());
+  // verify rows must fit one forward chunk, where each row is computed as a decode step
+  params_.max_drafts = std::min(params_.max_drafts, target.cache().max_chunk() - 1);
+  SQZ_CHECK(params_.max_drafts >= 1, "speculative decoding: the target's cache takes no chunk of 2 tokens");
+  const size_t n = static_cast<size_t>(params_.max_drafts);
+  stats_.proposed_at.assign(n, 0);
+  stats_.accepted_at.assign(n, 0);
+  stats_.accept_length.assign(n + 1, 0);
+  // prior: each draft position kept half the time, seen once
+  offered_.assign(n, 1.0);
+  kept_.assign(n, 0.5);
+  cost_sum_.assign(n + 2, 0.0);
+  cost_n_.assign(n + 2, 0.0);
+  target_.set_taps(source.tap_layers());
+}
+
+std::span<const float> Speculator::prefill(std::span<const int32_t> prompt) {
+  SQZ_CHECK(source_.size() == target_.position(), "speculative prefill: the draft source holds ", source_.size(),
+            " positions, the target ", target_.position());
+  const auto logits = target_.forward(prompt);
+  const auto taps = target_.taps();
+  source_.commit(prompt, taps.empty() ? nullptr : taps.data());
+  return logits;
+}
+
+double Speculator::verify_cost(int64_t rows) const {
+  // measured buckets, interpolated; beyond the measured range extrapolated with the
+  // nearest two, or assumed to grow 10% a row when only one is known
+  std::vector<std::pair<int64_t, double>> pts;
+  for (size_t r = 1; r < cost_n_.size(); ++r)
+    if (cost_n_[r] > 0.05) pts.push_back({static_cast<int64_t>(r), cost_sum_[r] / cost_n_[r]});
+  if (pts.empty()) return static_cast<double>(rows);
+  if (pts.size() == 1) return pts[0].second * (1.0 + 0.1 * static_cast<double>(rows - pts[0].first));
+  size_t hi = 1;
+  while (hi + 1 < pts.size() && pts[hi].first < rows) ++hi;
+  const auto [r0, c0] = pts[hi - 1];
+  const auto [r1, c1] = pts[hi];
+  const double slope = std::max(0.0, (c1 - c0) / static_cast<double>(r1 - r0));
+  return std::max(1e-9, c0 + slope * static_cast<double>(rows - r0));
+}
+
+int64_t Speculator::choose_length(int64_t limit) {
+  const int64_t cap = std::min(limit, params_.max_drafts);
+  if (cap <= 0) return 0;
+  if (!params_.adaptive) return cap;
+  // expected tokens per step with k drafts: 1 + Σ_{j<k} Π_{m≤j} P(keep m | reached m)
+  const double draft_cost = stats_.verify_steps > 0 ? stats_.draft_seconds / static_cast<double>(stats_.verify_steps) : 0;
+  double best_score = 1.0 / verify_cost(1), reach = 1.0, expected = 1.0;
+  int64_t best = 0, j = 0;
+  for (int64_t k : kLengths) {
+    if (k == 0) continue;
+    if (k > cap) break;
+    for (; j < k; ++j) {
+      reach *= kept_[static_cast<size_t>(j)] / offered_[static_cast<size_t>(j)];
+      expected += reach;
+    }
+    const double score = expected / (verify_cost(k + 1) + draft_cost);
+    if (score > best_score) best_score = score, best = k;
+  }
+  if (best == 0 && ++plain_streak_ >= kProbeEvery) {  // keep measuring what drafting would give
+    plain_streak_ = 0;
+    return std::min<int64_t>(cap, 3);
+  }
+  if (best > 0) plain_streak_ = 0;
+  return best;
+}
+
+std::vector<int32_t> Speculator::draft(int32_t anchor, int64_t limit) {
+  const int64_t k = choose_length(limit);
+  if (k == 0) return {};
+  const auto t0 = Clock::now();
+  std::vector<int32_t> drafts = source_.propose(anchor, k);
+  stats_.draft_seconds += seconds_since(t0);
+  return drafts;
+}
+
+std::span<const float> Speculator::verify(int32_t anchor, std::span<const int32_t> drafts) {
+  SQZ_CHECK(static_cast<int64_t>(drafts.size()) <= params_.max_drafts, "verify: ", drafts.size(), " drafts, at most ",
+            params_.max_drafts);
+  pending_.assign(1, anchor);
+  pending_.insert(pending_.end(), drafts.begin(), drafts.end());
+  pending_pos_ = target_.position();
+  const auto t0 = Clock::now();
+  // each row exactly as a one-token step computes it (the session's prefill may use the
+  // faster, batch-dependent products: the prompt is the same either way)
+  const bool invariant = target_.batch_invariant();
+  target_.set_batch_invariant(true);
+  std::span<const float> logits;
+  try {
+    logits = target_.forward(pending_, /*all_logits=*/true);
+  } catch (...) {
+    target_.set_batch_invariant(invariant);
+    throw;
+  }
+  target_.set_batch_invariant(invariant);
+  const double seconds = seconds_since(t0);
+  const size_t rows = pending_.size();
+  for (double& c : cost_sum_) c *= kDecay;
+  for (double& c : cost_n_) c *= kDecay;
+  cost_sum_[rows] += seconds;
+  cost_n_[rows] += 1.0;
+  stats_.verify_seconds += seconds;
+  return logits;
+}
+
+void Speculator::commit(int64_t kept) {
+  const int64_t rows = static_cast<int64_t>(pending_.size());
+  SQZ_CHECK(kept >= 1 && kept <= rows, "commit: ", kept, " of ", rows, " verified tokens");
+  const int64_t drafts = rows - 1, accepted = kept - 1;
+  ++stats_.steps;
+  if (drafts > 0) {
+    ++stats_.verify_steps;
+    stats_.drafted += drafts;
+    stats_.accepted += accepted;
+    ++stats_.accept_length[static_cast<size_t>(accepted)];
+    for (int64_t j = 0; j < drafts; ++j) {
+      ++stats_.proposed_at[static_cast<size_t>(j)];
+      if (j < accepted) ++stats_.accepted_at[static_cast<size_t>(j)];
+    }
+    // a draft position counts as offered only when every earlier one was kept
+    for (size_t j = 0; j < offered_.size(); ++j) offered_[j] *= kDecay, kept_[j] *= kDecay;
+    for (int64_t j = 0; j <= std::min(accepted, drafts - 1); ++j) {
+      offered_[static_cast<size_t>(j)] += 1.0;
+      if (j < accepted) kept_[static_cast<size_t>(j)] += 1.0;
+    }
+  }
+  target_.truncate(pending_pos_ + kept);
+  const auto taps = target_.taps();
+  source_.commit(std::span<const int32_t>(pending_.data(), static_cast<size_t>(kept)), taps.empty() ? nullptr : taps.data());
+}
+
+}  // namespace squeeze::model
