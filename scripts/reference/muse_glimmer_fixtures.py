@@ -22,6 +22,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MuseGlimmerConfig,
                           MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast)
 
+import dflash_fixture
 import muse_glimmer_numpy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -238,6 +239,8 @@ def main():
     others = [make_other(n, m, c, dict(t)) for n, (m, c, t) in OTHERS.items() if not only or n in only]
     for r in others:
         print(r)
+    if not only or "dflash" in only:
+        print(dflash_fixture.make_dflash_case())
     versions = {"torch": torch.__version__, "transformers": transformers.__version__}
     if len(rows) == len(CASES):  # a partial run leaves the table of all cases as it was
         (OUT / "cases.json").write_text(json.dumps({"versions": versions, "cases": rows}, indent=1) + "\n")

@@ -73,9 +73,20 @@ void rope_rows(float* x, int64_t n, int64_t pos0, int64_t n_heads, int64_t head_
 
 }  // namespace
 
-Drafter::Drafter(gguf::File file, DraftConfig config, const Model& target)
+Drafter::Drafter(gguf::File file, DraftConfig config, const Model* target)
     : file_(std::move(file)), config_(std::move(config)), target_(target) {
   weights_ = bind_draft_weights(file_, config_);
+}
+
+const Model& Drafter::target() const {
+  SQZ_CHECK(target_ != nullptr, path(), ": the drafter was loaded without its target model");
+  return *target_;
+}
+
+std::unique_ptr<Drafter> Drafter::load(const std::string& path) {
+  gguf::File file(path);
+  DraftConfig config = draft_config_from_gguf(file);
+  return std::unique_ptr<Drafter>(new Drafter(std::move(file), std::move(config), nullptr));
 }
 
 std::unique_ptr<Drafter> Drafter::load(const std::string& path, const Model& target) {
@@ -86,14 +97,14 @@ std::unique_ptr<Drafter> Drafter::load(const std::string& path, const Model& tar
   } catch (const Error& e) {
     throw e.with_context(path);
   }
-  return std::unique_ptr<Drafter>(new Drafter(std::move(file), std::move(config), target));
+  return std::unique_ptr<Drafter>(new Drafter(std::move(file), std::move(config), &target));
 }
 
-DraftContext::DraftContext(const Drafter& drafter, ThreadPool* pool)
+DraftContext::DraftContext(const Drafter& drafter, ThreadPool* pool, bool trim)
     : drafter_(drafter), cfg_(drafter.config()), pool_(pool ? *pool : default_thread_pool()) {
   k_.resize(static_cast<size_t>(cfg_.n_layer));
   v_.resize(static_cast<size_t>(cfg_.n_layer));
-  bool all_sliding = cfg_.sliding_window > 0;
+  bool all_sliding = trim && cfg_.sliding_window > 0;
   for (int64_t l = 0; l < cfg_.n_layer; ++l) all_sliding = all_sliding && cfg_.sliding(l);
   // The first block query (at size()) sees keys ≥ size() − window; keep a block's worth
   // more so trimming happens in steps rather than on every append.
@@ -191,23 +202,41 @@ std::span<const float> DraftContext::propose(int32_t anchor, int64_t block, floa
   const Model& target = drafter_.target();
   const ModelConfig& tc = target.config();
   SQZ_CHECK(anchor >= 0 && anchor < tc.n_vocab, "draft anchor ", anchor, " outside the vocabulary");
-  SQZ_CHECK(end_ + block <= cfg_.n_ctx, "draft block would pass the drafter's context of ", cfg_.n_ctx);
-  const DraftWeights& w = drafter_.weights();
-  const int64_t B = block, E = cfg_.n_embd, QD = cfg_.q_dim(), KD = cfg_.kv_dim(), F = cfg_.n_ff, D = cfg_.head_dim;
-  const auto size = [](int64_t n) { return static_cast<size_t>(n); };
-  x_.resize(size(B * E)), h_.resize(size(B * E)), proj_.resize(size(B * E));
-  q_.resize(size(B * QD)), attn_.resize(size(B * QD)), kb_.resize(size(B * KD)), vb_.resize(size(B * KD));
-  gate_.resize(size(B * F)), up_.resize(size(B * F));
-  float *x = x_.data(), *h = h_.data(), *q = q_.data(), *kb = kb_.data(), *vb = vb_.data();
-
+  const int64_t B = block, E = cfg_.n_embd;
+  x_.resize(static_cast<size_t>(B * E));
   // embed with the target's table and its embedding scale (Gemma's embedding module has
   // it) but not Muse Glimmer's embedding RMSNorm, which the reference bypasses for DFlash
   for (int64_t i = 0; i < B; ++i) {
-    float* xi = x + i * E;
+    float* xi = x_.data() + i * E;
     dequantize_row(target.weights().token_embd, i == 0 ? anchor : static_cast<int32_t>(cfg_.mask_token_id), xi);
     if (tc.embd_scale != 1.0f)
       for (int64_t e = 0; e < E; ++e) xi[e] *= tc.embd_scale;
   }
+  run_block(B);
+  if (hidden_out) std::copy_n(h_.data(), B * E, hidden_out);
+  // the target's head matrix on positions 1 .. B − 1 (position 0 is the anchor itself);
+  // as in the reference, no logit scale or soft-cap (both keep the argmax)
+  logits_.resize(static_cast<size_t>((B - 1) * tc.n_vocab));
+  linear(pool_, target.weights().output, h_.data() + E, B - 1, logits_.data());
+  return logits_;
+}
+
+void DraftContext::propose_embedded(const float* embeds, int64_t block, float* hidden_out) {
+  SQZ_CHECK(block >= 2 && block <= cfg_.block_size, "draft block of ", block, " tokens (2..", cfg_.block_size, ")");
+  x_.assign(embeds, embeds + block * cfg_.n_embd);
+  run_block(block);
+  std::copy_n(h_.data(), block * cfg_.n_embd, hidden_out);
+}
+
+void DraftContext::run_block(int64_t block) {
+  SQZ_CHECK(end_ + block <= cfg_.n_ctx, "draft block would pass the drafter's context of ", cfg_.n_ctx);
+  const DraftWeights& w = drafter_.weights();
+  const int64_t B = block, E = cfg_.n_embd, QD = cfg_.q_dim(), KD = cfg_.kv_dim(), F = cfg_.n_ff, D = cfg_.head_dim;
+  const auto size = [](int64_t n) { return static_cast<size_t>(n); };
+  h_.resize(size(B * E)), proj_.resize(size(B * E));
+  q_.resize(size(B * QD)), attn_.resize(size(B * QD)), kb_.resize(size(B * KD)), vb_.resize(size(B * KD));
+  gate_.resize(size(B * F)), up_.resize(size(B * F));
+  float *x = x_.data(), *h = h_.data(), *q = q_.data(), *kb = kb_.data(), *vb = vb_.data();
   for (int64_t l = 0; l < cfg_.n_layer; ++l) {
     const DraftLayerWeights& L = w.layers[static_cast<size_t>(l)];
     rmsnorm_rows(x, L.attn_norm.data(), h, B, E, cfg_.rms_eps);
@@ -229,12 +258,6 @@ std::span<const float> DraftContext::propose(int32_t anchor, int64_t block, floa
     ops().add(x, proj_.data(), x, B * E);
   }
   rmsnorm_rows(x, w.output_norm.data(), h, B, E, cfg_.rms_eps);
-  if (hidden_out) std::copy_n(h, B * E, hidden_out);
-  // the target's head matrix on positions 1 .. B − 1 (position 0 is the anchor itself);
-  // as in the reference, no logit scale or soft-cap (both keep the argmax)
-  logits_.resize(size((B - 1) * tc.n_vocab));
-  linear(pool_, target.weights().output, h + E, B - 1, logits_.data());
-  return logits_;
 }
 
 }  // namespace squeeze::model

@@ -41,17 +41,20 @@ class Drafter {
   // Maps and validates `path` and checks it fits `target` (width, taps, mask token);
   // errors are one line naming the file and the problem.
   static std::unique_ptr<Drafter> load(const std::string& path, const Model& target);
+  // Without a target (reference checks): only DraftContext::propose_embedded runs.
+  static std::unique_ptr<Drafter> load(const std::string& path);
 
   const DraftConfig& config() const { return config_; }
   const DraftWeights& weights() const { return weights_; }
-  const Model& target() const { return target_; }
+  bool has_target() const { return target_ != nullptr; }
+  const Model& target() const;
   const std::string& path() const { return file_.path(); }
 
  private:
-  Drafter(gguf::File file, DraftConfig config, const Model& target);
+  Drafter(gguf::File file, DraftConfig config, const Model* target);
   gguf::File file_;
   DraftConfig config_;
-  const Model& target_;
+  const Model* target_;
   DraftWeights weights_;
 };
 
@@ -59,7 +62,8 @@ class Drafter {
 // With every layer sliding, positions a block can no longer see are dropped.
 class DraftContext {
  public:
-  explicit DraftContext(const Drafter& drafter, ThreadPool* pool = nullptr);
+  // trim = false keeps every position (checks of the trimming).
+  explicit DraftContext(const Drafter& drafter, ThreadPool* pool = nullptr, bool trim = true);
 
   int64_t size() const { return end_; }
   int64_t begin() const { return begin_; }
@@ -76,8 +80,12 @@ class DraftContext {
   // valid until the next call. `hidden_out`, when given, receives the final-norm hidden
   // state of every block position ([block, E]; the reference comparison).
   std::span<const float> propose(int32_t anchor, int64_t block, float* hidden_out = nullptr);
+  // The block pass on given input embeddings ([block, E]); writes the final-norm hidden
+  // states ([block, E]) to hidden_out.
+  void propose_embedded(const float* embeds, int64_t block, float* hidden_out);
 
  private:
+  void run_block(int64_t block);  // x_ holds the block's embeddings; leaves the final-norm rows in h_
   void attend(int64_t layer, const float* q, const float* kb, const float* vb, int64_t block, float* out);
 
   const Drafter& drafter_;

@@ -35,6 +35,11 @@ std::vector<std::string> special_tokens() {
   return {"<|bos|>", "<|eos|>", "<|pad|>", "<think>", "</think>", "<image>", "</image>", "<|mask|>"};
 }
 
+// Adds `shapes` to `w` with the random weights described in the header (matrices of a row
+// length `matrix_type` cannot block fall back to F32 and are returned).
+std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<TensorShape>& shapes,
+                                            gguf::GgmlType matrix_type, uint64_t seed);
+
 }  // namespace
 
 std::vector<std::string> write_random_model(const RandomModelParams& p) {
@@ -65,11 +70,30 @@ std::vector<std::string> write_random_model(const RandomModelParams& p) {
   w.metadata().set("general.name", gguf::Value::string(c.name + " (random weights, seed " + std::to_string(p.seed) + ")"));
   w.metadata().set("general.quantization_version", gguf::Value::u32(2));
 
+  std::vector<std::string> fallbacks = add_random_tensors(w, weight_tensors(c), p.type, p.seed);
+  w.finish();
+  return fallbacks;
+}
+
+void write_random_drafter(const DraftConfig& config, gguf::GgmlType type, uint64_t seed, const std::string& path) {
+  config.validate();
+  SQZ_CHECK(!path.empty(), "no output path");
+  gguf::Writer w(path);
+  write_draft_config(w.metadata(), config);
+  w.metadata().set("general.name", gguf::Value::string(config.name + " (random weights, seed " + std::to_string(seed) + ")"));
+  add_random_tensors(w, config.weight_tensors(), type, seed);
+  w.finish();
+}
+
+namespace {
+
+std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<TensorShape>& shapes, gguf::GgmlType matrix_type,
+                                            uint64_t seed) {
   std::vector<std::string> fallbacks;
-  uint64_t tensor_seed = p.seed;
-  for (const TensorShape& s : weight_tensors(c)) {
+  uint64_t tensor_seed = seed;
+  for (const TensorShape& s : shapes) {
     const bool is_norm = s.ne1 == 1;
-    gguf::GgmlType type = is_norm ? gguf::GgmlType::F32 : p.type;
+    gguf::GgmlType type = is_norm ? gguf::GgmlType::F32 : matrix_type;
     if (s.ne0 % gguf::ggml_type_info(type).block_size != 0) {
       fallbacks.push_back(s.name);
       type = gguf::GgmlType::F32;
@@ -85,8 +109,9 @@ std::vector<std::string> write_random_model(const RandomModelParams& p) {
       out(quant::quantize_tensor({.type = type, .src = data.data(), .rows = s.ne1, .cols = s.ne0}));
     });
   }
-  w.finish();
   return fallbacks;
 }
+
+}  // namespace
 
 }  // namespace squeeze::model

@@ -8,6 +8,7 @@
 
 #include "gguf/ggml_type.h"
 #include "model/config.h"
+#include "model/draft_config.h"
 
 namespace squeeze::model {
 
@@ -25,5 +26,9 @@ struct RandomModelParams {
 // byte-level BPE learned from a short built-in English text and padded with unused
 // tokens to the config's vocabulary size.
 std::vector<std::string> write_random_model(const RandomModelParams& params);
+
+// A DFlash drafter (model/draft_config.h) with random weights in the same way: tests, and
+// the starting point of `squeeze train-drafter`.
+void write_random_drafter(const DraftConfig& config, gguf::GgmlType type, uint64_t seed, const std::string& path);
 
 }  // namespace squeeze::model
