@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "model/session.h"
+#include "model/speculative.h"
 
 namespace squeeze::cli {
 
 class PromptCache {
  public:
-  explicit PromptCache(model::Session& session) : session_(session) {}
+  // With a speculator, prompts go through it so its draft source follows the cache.
+  explicit PromptCache(model::Session& session, model::Speculator* speculator = nullptr)
+      : session_(session), speculator_(speculator) {}
 
   struct Prefill {
     size_t reused = 0;     // prompt tokens whose K/V were already cached
@@ -29,6 +32,7 @@ class PromptCache {
 
  private:
   model::Session& session_;
+  model::Speculator* speculator_;
   std::vector<int32_t> ids_;  // ids_[p] is the token at cache position p
 };
 

@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "generation.h"
+#include "speculation.h"
 #include "gguf/atomic_file.h"
 #include "gguf/file_identity.h"
 #include "model/model.h"
@@ -105,6 +106,7 @@ int run_chat(int argc, char** argv) {
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .flag({"--ignore-eos"}, "answers end only at -n or Ctrl-C, not at EOS / end-of-turn (tests, benchmarks)");
   add_sampling_options(args);
+  add_speculation_options(args);
   if (!args.parse(argc, argv)) return 0;
   const std::string path = args.get("--model");
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
@@ -126,7 +128,8 @@ int run_chat(int argc, char** argv) {
   const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(args.get("--kv"), "--kv");
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
                                            .kv_type = kv_type});
-  PromptCache cache(session);
+  const Speculation speculation = make_speculation(args, *model, session);
+  PromptCache cache(session, speculation.speculator.get());
   const auto& tok = model->tokenizer();
   squeeze::text::Sampler sampler(sampler_params(args));
   const int64_t n_predict = args.get_int("--n-predict");
@@ -217,7 +220,8 @@ int run_chat(int argc, char** argv) {
     std::string answer;
     const auto t1 = Clock::now();
     const DecodeResult r = decode(session, tok, sampler, checker, prefill.logits,
-                                  {.n_predict = n_predict, .interrupt = &g_interrupt, .forwarded = &cache.ids()},
+                                  {.n_predict = n_predict, .interrupt = &g_interrupt, .forwarded = &cache.ids(),
+                                   .speculator = speculation.speculator.get()},
                                   [&answer](const std::string& text) {
                                     answer += text;
                                     emit_stdout(text);
@@ -233,6 +237,7 @@ int run_chat(int argc, char** argv) {
                  "(%.1f t/s)]\n",
                  fitted->ids.size(), prefill.reused, prefill.prefilled, prompt_s, static_cast<long long>(r.generated),
                  gen_s, r.generated / std::max(gen_s, 1e-9));
+    if (speculation.speculator) std::fprintf(stderr, "[%s]\n", speculation_summary(speculation).c_str());
   }
 }
 

@@ -16,8 +16,6 @@ void add_speculation_options(Args& args) {
       .flag({"--draft-fixed"}, "always draft the whole block (no run-time choice of the draft length)");
 }
 
-bool wants_speculation(const Args& args) { return args.has("--draft") || args.has("--lookup"); }
-
 Speculation make_speculation(const Args& args, const model::Model& target, model::Session& session) {
   Speculation s;
   const bool dflash = args.has("--draft"), lookup = args.has("--lookup");

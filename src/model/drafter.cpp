@@ -150,7 +150,7 @@ void DraftContext::append(const float* taps, int64_t n) {
 void DraftContext::truncate(int64_t pos) {
   SQZ_CHECK(pos >= 0 && pos <= end_, "draft context: cannot truncate to ", pos, " (holds up to ", end_, ")");
   if (pos == 0) return clear();
-  SQZ_CHECK(keep_ == 0 || pos >= begin_ + keep_ - cfg_.block_size, "draft context: position ", pos,
+  SQZ_CHECK(pos >= min_truncate_position(), "draft context: position ", pos,
             " needs keys the sliding window already dropped (holds from ", begin_, ")");
   const int64_t KD = cfg_.kv_dim();
   for (int64_t l = 0; l < cfg_.n_layer; ++l) {
@@ -160,10 +160,18 @@ void DraftContext::truncate(int64_t pos) {
   end_ = pos;
 }
 
-void DraftContext::clear() {
+int64_t DraftContext::min_truncate_position() const {
+  // a block at pos needs the window before it
+  return keep_ == 0 ? 0 : std::min(end_, begin_ + keep_ - cfg_.block_size);
+}
+
+void DraftContext::clear() { restart_at(0); }
+
+void DraftContext::restart_at(int64_t pos) {
+  SQZ_CHECK(pos >= 0, "draft context: negative position");
   for (auto& k : k_) k.clear();
   for (auto& v : v_) v.clear();
-  begin_ = end_ = 0;
+  begin_ = end_ = pos;
 }
 
 // out[i, h·D] = softmax over the keys query i may see of scale · q·k, times V; the keys

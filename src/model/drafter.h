@@ -70,8 +70,12 @@ class DraftContext {
   // Ingests the target's tapped hidden states of positions size() .. size() + n − 1:
   // `taps` is [n, n_taps·E] (Session's tap rows, in the drafter's tap order).
   void append(const float* taps, int64_t n);
-  // Forgets positions ≥ pos. Throws when pos is below what the context still holds.
+  // Forgets positions ≥ pos. Throws when pos is below min_truncate_position().
   void truncate(int64_t pos);
+  int64_t min_truncate_position() const;
+  // Forgets everything and goes on from position pos (a rollback past what a trimmed
+  // context still holds: drafts then see only the positions ingested from here on).
+  void restart_at(int64_t pos);
   void clear();
 
   // Runs the block [anchor, mask × (block − 1)] at positions size() .. size() + block − 1

@@ -33,6 +33,12 @@ void DFlashSource::commit(std::span<const int32_t> tokens, const float* taps) {
   context_.append(taps, static_cast<int64_t>(tokens.size()));
 }
 
+void DFlashSource::truncate(int64_t pos) {
+  SQZ_CHECK(pos >= 0 && pos <= context_.size(), "DFlash: cannot truncate to ", pos, " (holds up to ", context_.size(), ")");
+  if (pos >= context_.min_truncate_position() || pos == 0) context_.truncate(pos);
+  else context_.restart_at(pos);
+}
+
 std::vector<int32_t> DFlashSource::propose(int32_t anchor, int64_t max_tokens) {
   const int64_t k = std::min(max_tokens, max_proposal());
   if (k <= 0) return {};
@@ -109,6 +115,22 @@ std::span<const float> Speculator::prefill(std::span<const int32_t> prompt) {
   const auto taps = target_.taps();
   source_.commit(prompt, taps.empty() ? nullptr : taps.data());
   return logits;
+}
+
+bool Speculator::rewind(int64_t pos) {
+  if (pos == 0) {
+    target_.reset();
+    source_.truncate(0);
+    return true;
+  }
+  if (pos > target_.position() || pos < target_.cache().min_truncate_position()) return false;
+  try {
+    source_.truncate(pos);
+  } catch (const Error&) {
+    return false;
+  }
+  target_.truncate(pos);
+  return true;
 }
 
 double Speculator::verify_cost(int64_t rows) const {

@@ -54,7 +54,8 @@ class DFlashSource final : public DraftSource {
   void commit(std::span<const int32_t> tokens, const float* taps) override;
   int64_t size() const override { return context_.size(); }
   std::vector<int32_t> propose(int32_t anchor, int64_t max_tokens) override;
-  void truncate(int64_t pos) override { context_.truncate(pos); }
+  // Past what a sliding drafter still holds, the context restarts at pos.
+  void truncate(int64_t pos) override;
   int64_t max_proposal() const override { return drafter_.config().block_size - 1; }
 
  private:
@@ -111,6 +112,11 @@ class Speculator {
   // After verify(): the first `kept` rows' tokens (the anchor and kept − 1 drafts) stay in
   // the target and go to the source; the rest is rolled back.
   void commit(int64_t kept);
+
+  // Rolls the target and the source back to `pos` (0: both emptied). False, changing
+  // nothing, when the source cannot go back that far (a drafter context trimmed to its
+  // window; the target's local rings) — the caller then starts over from 0.
+  bool rewind(int64_t pos);
 
   const SpeculatorStats& stats() const { return stats_; }
   Session& target() { return target_; }
