@@ -19,8 +19,12 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 constexpr double kDecay = 0.97;
 // Draft lengths the controller considers (0: a plain step).
 constexpr int64_t kLengths[] = {0, 1, 2, 3, 4, 5, 7, 9, 11, 15, 23, 31, 47, 63};
-// After this many plain steps in a row, one short draft re-measures acceptance.
-constexpr int64_t kProbeEvery = 16;
+// After this many plain steps in a row, one short draft re-measures acceptance; the gap
+// doubles while drafting keeps not paying, up to kProbeEveryMax.
+constexpr int64_t kProbeEvery = 16, kProbeEveryMax = 256;
+// Drafting is chosen over a plain step only when its expected tokens per second are this
+// much higher.
+constexpr double kMargin = 1.05;
 
 }  // namespace
 
@@ -164,15 +168,22 @@ int64_t Speculator::choose_length(int64_t limit) {
       reach *= kept_[static_cast<size_t>(j)] / offered_[static_cast<size_t>(j)];
       expected += reach;
     }
+    // drafting must beat a plain step by a margin: the estimates are noisy, and a wrong
+    // choice to draft costs more than a wrong choice not to
     const double score = expected / (verify_cost(k + 1) + draft_cost);
-    if (score > best_score) best_score = score, best = k;
+    if (score > best_score * (best == 0 ? kMargin : 1.0)) best_score = score, best = k;
   }
-  if (best == 0 && ++plain_streak_ >= kProbeEvery) {  // keep measuring what drafting would give
+  if (best > 0) {
     plain_streak_ = 0;
-    return std::min<int64_t>(cap, 3);
+    probe_every_ = kProbeEvery;
+    return best;
   }
-  if (best > 0) plain_streak_ = 0;
-  return best;
+  if (++plain_streak_ >= probe_every_) {  // keep measuring what drafting would give, ever less often
+    plain_streak_ = 0;
+    probe_every_ = std::min<int64_t>(probe_every_ * 2, kProbeEveryMax);
+    return std::min<int64_t>(cap, 2);
+  }
+  return 0;
 }
 
 std::vector<int32_t> Speculator::draft(int32_t anchor, int64_t limit) {
@@ -191,6 +202,15 @@ std::span<const float> Speculator::verify(int32_t anchor, std::span<const int32_
   pending_.insert(pending_.end(), drafts.begin(), drafts.end());
   pending_pos_ = target_.position();
   const auto t0 = Clock::now();
+  if (drafts.empty()) {  // a plain step, exactly as plain decoding runs it
+    const auto logits = target_.forward(pending_);
+    const double seconds = seconds_since(t0);
+    for (double& c : cost_sum_) c *= kDecay;
+    for (double& c : cost_n_) c *= kDecay;
+    cost_sum_[1] += seconds;
+    cost_n_[1] += 1.0;
+    return logits;
+  }
   // each row exactly as a one-token step computes it (the session's prefill may use the
   // faster, batch-dependent products: the prompt is the same either way)
   const bool invariant = target_.batch_invariant();

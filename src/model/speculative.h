@@ -108,6 +108,7 @@ class Speculator {
   // context left); empty when the controller chooses a plain step.
   std::vector<int32_t> draft(int32_t anchor, int64_t limit);
   // Runs [anchor, drafts…] through the target; returns the logits of every row ([1 + k, V]).
+  // With no drafts this is a plain decode step.
   std::span<const float> verify(int32_t anchor, std::span<const int32_t> drafts);
   // After verify(): the first `kept` rows' tokens (the anchor and kept − 1 drafts) stay in
   // the target and go to the source; the rest is rolled back.
@@ -134,7 +135,7 @@ class Speculator {
   // controller state: decayed acceptance per draft position, verify seconds per row count
   std::vector<double> offered_, kept_;
   std::vector<double> cost_sum_, cost_n_;
-  int64_t plain_streak_ = 0;
+  int64_t plain_streak_ = 0, probe_every_ = 16;
 };
 
 }  // namespace squeeze::model

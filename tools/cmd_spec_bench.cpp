@@ -1,0 +1,224 @@
+// tools/cmd_spec_bench.cpp — `squeeze spec-bench`: speculative decoding measured against
+// plain decoding in one run. Each prompt is generated with every method in turn (plain,
+// prompt lookup, DFlash when a drafter is given; adaptive and at fixed block sizes), so a
+// noisy machine disturbs all of them alike. Reports tokens/s, speed-ups, mean accepted
+// length τ, the acceptance rate by draft position, whether each output equals plain
+// decoding's, and what a verification of B tokens costs against a one-token step.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "args.h"
+#include "chat_conversation.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "generation.h"
+#include "model/drafter.h"
+#include "model/model.h"
+#include "model/session.h"
+#include "model/speculative.h"
+#include "serve/chat_format.h"
+
+namespace {
+
+using namespace squeeze;
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+struct Method {
+  std::string name;  // "plain", "lookup", "dflash"
+  int64_t block = 0; // 0: adaptive (the source's largest block); else fixed
+  std::string label() const {
+    return name == "plain" ? name : name + (block ? " B=" + std::to_string(block) : " adaptive");
+  }
+};
+
+struct Tally {
+  double seconds = 0;
+  int64_t tokens = 0, identical = 0, runs = 0;
+  model::SpeculatorStats stats;
+  void add(const model::SpeculatorStats& s) {
+    stats.steps += s.steps, stats.verify_steps += s.verify_steps, stats.drafted += s.drafted, stats.accepted += s.accepted;
+    stats.draft_seconds += s.draft_seconds, stats.verify_seconds += s.verify_seconds;
+    if (stats.proposed_at.size() < s.proposed_at.size()) {
+      stats.proposed_at.resize(s.proposed_at.size()), stats.accepted_at.resize(s.accepted_at.size());
+    }
+    for (size_t j = 0; j < s.proposed_at.size(); ++j)
+      stats.proposed_at[j] += s.proposed_at[j], stats.accepted_at[j] += s.accepted_at[j];
+  }
+};
+
+int run_spec_bench(int argc, char** argv) {
+  cli::Args args("spec-bench", "spec-bench -m MODEL.gguf --prompts FILE [--draft DRAFTER.gguf] [options]",
+                 "Speculative decoding against plain decoding, every method on every prompt in turn, in one run.");
+  args.option({"-m", "--model"}, "FILE", "GGUF target model")
+      .option({"--draft"}, "FILE", "DFlash drafter for the model (adds the dflash rows)")
+      .option({"--prompts"}, "FILE", "prompts, one per line")
+      .flag({"--chat"}, "wrap each prompt as a user message in the model's chat template")
+      .int_option({"-n", "--n-predict"}, "N", "tokens generated per prompt (end-of-sequence ignored)", {1, cli::kMaxTokens}, "128")
+      .option({"--temps"}, "LIST", "temperatures, comma-separated", "0,0.7")
+      .option({"--fixed-blocks"}, "LIST", "also run each source at these fixed block sizes (anchor included)", "")
+      .option({"--verify-blocks"}, "LIST", "block sizes whose verification cost is measured", "1,2,3,4,6,8,12,16")
+      .int_option({"--seed"}, "N", "sampling seed (each prompt adds its index)", {0, cli::kMaxSeed}, "1")
+      .threads_option()
+      .int_option({"--ctx"}, "N", "context length", {16, cli::kMaxTokens}, "2048");
+  if (!args.parse(argc, argv)) return 0;
+  SQZ_CHECK(args.has("--model") && args.has("--prompts"), "spec-bench needs -m MODEL.gguf and --prompts FILE");
+  set_default_thread_count(args.get_int32("--threads"));
+  const auto target = model::Model::load(args.get("--model"));
+  std::unique_ptr<model::Drafter> drafter;
+  if (args.has("--draft")) drafter = model::Drafter::load(args.get("--draft"), *target);
+  const auto& tok = target->tokenizer();
+  std::optional<serve::ChatFormat> format;
+  if (args.has("--chat")) format.emplace(*target);
+
+  std::vector<std::vector<int32_t>> prompts;
+  {
+    std::ifstream in(args.get("--prompts"));
+    SQZ_CHECK(in.good(), args.get("--prompts"), ": cannot open");
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      if (format) {
+        cli::Conversation c;
+        c.add("user", line);
+        prompts.push_back(format->encode(c.to_json(), true));
+      } else {
+        prompts.push_back(tok.encode(line));
+      }
+    }
+  }
+  SQZ_CHECK(!prompts.empty(), args.get("--prompts"), ": no prompts");
+  const int64_t n = args.get_int("-n"), n_ctx = args.get_int("--ctx");
+
+  std::vector<Method> methods = {{"plain", 0}, {"lookup", 0}};
+  if (drafter) methods.push_back({"dflash", 0});
+  for (const std::string& b : split(args.get("--fixed-blocks"))) {
+    const int64_t block = cli::parse_int("--fixed-blocks", b, {2, 64});
+    methods.push_back({"lookup", block});
+    if (drafter) {
+      SQZ_CHECK(block <= drafter->config().block_size, "--fixed-blocks: ", block, " exceeds the drafter's block size");
+      methods.push_back({"dflash", block});
+    }
+  }
+
+  for (const std::string& temp_text : split(args.get("--temps"))) {
+    const double temp = cli::parse_real("--temps", temp_text, {.min = 0});
+    std::vector<Tally> tally(methods.size());
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      std::string plain_text;
+      for (size_t mi = 0; mi < methods.size(); ++mi) {
+        const Method& m = methods[mi];
+        model::Session session(*target, {.n_ctx = n_ctx});
+        std::unique_ptr<model::DraftSource> source;
+        if (m.name == "lookup") source = std::make_unique<model::PromptLookupSource>(m.block ? m.block - 1 : 15);
+        if (m.name == "dflash") source = std::make_unique<model::DFlashSource>(*drafter);
+        std::unique_ptr<model::Speculator> spec;
+        if (source) {
+          const int64_t drafts = m.block ? m.block - 1 : source->max_proposal();
+          spec = std::make_unique<model::Speculator>(session, *source,
+                                                     model::SpeculatorParams{.max_drafts = drafts, .adaptive = m.block == 0});
+        }
+        text::Sampler sampler({.temperature = static_cast<float>(temp), .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
+                               .seed = static_cast<uint64_t>(args.get_int("--seed")) + p});
+        for (int32_t t : prompts[p]) sampler.accept(t);
+        text::StopChecker checker({.max_tokens = n});
+        const auto logits = spec ? spec->prefill(prompts[p]) : session.forward(prompts[p]);
+        std::string out;
+        const auto t0 = Clock::now();
+        const auto r = cli::decode(session, tok, sampler, checker, logits, {.n_predict = n, .speculator = spec.get()},
+                                   [&](const std::string& s) { out += s; });
+        Tally& t = tally[mi];
+        t.seconds += seconds_since(t0);
+        t.tokens += r.generated;
+        ++t.runs;
+        if (mi == 0) plain_text = out;
+        t.identical += out == plain_text;
+        if (spec) t.add(spec->stats());
+      }
+    }
+    const double plain_tps = static_cast<double>(tally[0].tokens) / tally[0].seconds;
+    double lookup_tps = 0;
+    for (size_t mi = 0; mi < methods.size(); ++mi)
+      if (methods[mi].name == "lookup" && methods[mi].block == 0) lookup_tps = tally[mi].tokens / tally[mi].seconds;
+    std::printf("\n### temperature %s: %zu prompts × %lld tokens\n\n", temp_text.c_str(), prompts.size(),
+                static_cast<long long>(n));
+    std::printf("| method | tokens/s | vs plain | vs lookup | τ | drafts kept | verify steps | plain steps | same output |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t mi = 0; mi < methods.size(); ++mi) {
+      const Tally& t = tally[mi];
+      const double tps = static_cast<double>(t.tokens) / t.seconds;
+      std::printf("| %s | %.1f | %.2f× | %s | %s | %s | %lld | %lld | %lld/%lld |\n", methods[mi].label().c_str(), tps,
+                  tps / plain_tps, lookup_tps > 0 ? (std::to_string(tps / lookup_tps).substr(0, 4) + "×").c_str() : "",
+                  mi ? std::to_string(t.stats.tau()).substr(0, 4).c_str() : "",
+                  mi ? (std::to_string(t.stats.accepted) + "/" + std::to_string(t.stats.drafted)).c_str() : "",
+                  static_cast<long long>(t.stats.verify_steps), static_cast<long long>(t.stats.steps - t.stats.verify_steps),
+                  static_cast<long long>(t.identical), static_cast<long long>(t.runs));
+    }
+    std::printf("\nacceptance by draft position (kept / offered, positions 1, 2, …):\n\n");
+    for (size_t mi = 1; mi < methods.size(); ++mi) {
+      const auto& s = tally[mi].stats;
+      std::printf("- %s:", methods[mi].label().c_str());
+      for (size_t j = 0; j < s.proposed_at.size() && s.proposed_at[j] > 0; ++j)
+        std::printf(" %.2f", static_cast<double>(s.accepted_at[j]) / static_cast<double>(s.proposed_at[j]));
+      std::printf("\n");
+    }
+  }
+
+  // verification cost: one forward of B tokens (batch-invariant, as the speculator runs it)
+  // after the first prompt, against one token; median of 7
+  std::printf("\n### verification cost (after a %zu-token prompt; median of 7)\n\n| B | ms | × one-token step |\n|---|---|---|\n",
+              prompts[0].size());
+  model::Session session(*target, {.n_ctx = n_ctx});
+  session.forward(prompts[0]);
+  const int64_t base = session.position();
+  session.set_batch_invariant(true);
+  std::mt19937 rng(1);
+  double one = 0;
+  for (const std::string& b : split(args.get("--verify-blocks"))) {
+    const int64_t block = cli::parse_int("--verify-blocks", b, {1, 64});
+    std::vector<int32_t> toks(static_cast<size_t>(block));
+    for (auto& t : toks) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(tok.n_vocab()));
+    std::vector<double> times;
+    for (int r = 0; r < 7; ++r) {
+      const auto t0 = Clock::now();
+      session.forward(toks, /*all_logits=*/true);
+      times.push_back(seconds_since(t0));
+      session.truncate(base);
+    }
+    std::sort(times.begin(), times.end());
+    const double ms = times[3] * 1e3;
+    if (one == 0) one = ms;
+    std::printf("| %lld | %.2f | %.2f |\n", static_cast<long long>(block), ms, ms / one);
+  }
+  {
+    session.set_batch_invariant(false);
+    std::vector<double> times;
+    const int32_t t1 = 100;
+    for (int r = 0; r < 15; ++r) {
+      const auto t0 = Clock::now();
+      session.forward(std::span<const int32_t>(&t1, 1));
+      times.push_back(seconds_since(t0));
+      session.truncate(base);
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("(one plain decode step: %.2f ms)\n", times[7] * 1e3);
+  }
+  return 0;
+}
+
+}  // namespace
+
+SQZ_COMMAND("spec-bench", "speculative decoding (DFlash, prompt lookup) measured against plain decoding", run_spec_bench);
