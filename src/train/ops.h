@@ -4,6 +4,7 @@
 // All ops exist for float (training) and double (finite-difference tests).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -40,8 +41,10 @@ template <typename T> Var softcap(Tape<T>& t, Var x, float cap);
 struct RopeSpec {
   int64_t n_heads = 0;
   int64_t head_dim = 0;
-  int64_t seq_len = 0;   // row r is at position r % seq_len
+  int64_t seq_len = 0;   // row r is at position r % seq_len (unless `positions`)
   float freq_base = 10000.0f;
+  bool neox = false;     // pairs (i, i + D/2) instead of (2i, 2i + 1) (the DFlash drafter)
+  const std::vector<int64_t>* positions = nullptr;  // row r at (*positions)[r]; seq_len unused
 };
 template <typename T> Var rope(Tape<T>& t, Var x, const RopeSpec& spec);
 
@@ -58,6 +61,29 @@ struct AttentionSpec {
   float scale = 0;     // 0: 1/sqrt(head_dim)
 };
 template <typename T> Var attention(Tape<T>& t, Var q, Var k, Var v, const AttentionSpec& spec);
+
+// Grouped-query attention of nq query rows over nk key rows with an arbitrary visibility:
+// query i sees the key rows in visible[i] = {lo0, hi0, lo1, hi1}, the union of
+// [lo0, hi0) and [lo1, hi1) (empty ranges allowed; each query must see at least one
+// key). The DFlash drafter's training mask: a block's queries see the context keys
+// before its anchor and every key of their own block. Scale 1/sqrt(D) when 0.
+struct MaskedAttentionSpec {
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 0;
+};
+template <typename T>
+Var masked_attention(Tape<T>& t, Var q, Var k, Var v, const MaskedAttentionSpec& spec,
+                     std::span<const std::array<int64_t, 4>> visible);
+
+// y = [a; b]: b's rows after a's (same width).
+template <typename T> Var concat_rows(Tape<T>& t, Var a, Var b);
+
+// Σ_i w_i · (−log softmax(logits_i)[target_i]) / Σ_i w_i over rows whose target is ≥ 0 and
+// weight > 0 (the DFlash loss: later block positions weigh less). A [1, 1] scalar.
+template <typename T>
+Var weighted_cross_entropy(Tape<T>& t, Var logits, std::span<const int32_t> targets, std::span<const float> weights);
 
 // Mean over the tokens whose target is >= 0 of -log softmax(logits)[target]; a target
 // of -1 is ignored. Returns a [1, 1] scalar.

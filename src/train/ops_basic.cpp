@@ -126,10 +126,14 @@ Var rope(Tape<T>& t, Var x, const RopeSpec& s) {
   const int64_t n = t.rows(x), D = s.head_dim, P = D / 2;
   SQZ_CHECK(D > 0 && D % 2 == 0 && s.n_heads > 0 && t.cols(x) == s.n_heads * D, "rope: rows of ", t.cols(x),
             " values are not ", s.n_heads, " heads of an even head_dim ", D);
-  SQZ_CHECK(s.seq_len > 0 && n % s.seq_len == 0, "rope: ", n, " rows are not whole sequences of ", s.seq_len);
-  // cos/sin per (position, pair), as the inference kernel computes them.
-  auto cs = std::make_shared<std::vector<T>>(static_cast<size_t>(s.seq_len * P * 2));
-  for (int64_t pos = 0; pos < s.seq_len; ++pos)
+  SQZ_CHECK(s.positions ? static_cast<int64_t>(s.positions->size()) == n : s.seq_len > 0 && n % s.seq_len == 0,
+            "rope: ", n, " rows do not match the positions given");
+  // cos/sin per (table row, pair), as the inference kernel computes them; one table row
+  // per position of a sequence, or per row when positions are given
+  const int64_t L = s.positions ? n : s.seq_len;
+  auto cs = std::make_shared<std::vector<T>>(static_cast<size_t>(L * P * 2));
+  for (int64_t r = 0; r < L; ++r) {
+    const int64_t pos = s.positions ? (*s.positions)[static_cast<size_t>(r)] : r;
     for (int64_t i = 0; i < P; ++i) {
       T c, sn;
       if constexpr (std::is_same_v<T, float>) {
@@ -138,23 +142,26 @@ Var rope(Tape<T>& t, Var x, const RopeSpec& s) {
         const double theta = static_cast<double>(pos) * std::pow(static_cast<double>(s.freq_base), -2.0 * i / D);
         c = std::cos(theta), sn = std::sin(theta);
       }
-      (*cs)[static_cast<size_t>((pos * P + i) * 2)] = c;
-      (*cs)[static_cast<size_t>((pos * P + i) * 2 + 1)] = sn;
+      (*cs)[static_cast<size_t>((r * P + i) * 2)] = c;
+      (*cs)[static_cast<size_t>((r * P + i) * 2 + 1)] = sn;
     }
+  }
   // Rotates rows by +θ (forward) or −θ (backward: the transpose of a rotation).
-  auto rotate = [H = s.n_heads, D, P, L = s.seq_len, cs](const T* in, T* out, int64_t row, T sign, bool accumulate) {
+  auto rotate = [H = s.n_heads, D, P, L, cs, neox = s.neox](const T* in, T* out, int64_t row, T sign, bool accumulate) {
     const T* tab = cs->data() + (row % L) * P * 2;
+    const int64_t stride = neox ? P : 1, step = neox ? 1 : 2;  // pair i: (i·step, i·step + stride)
     for (int64_t h = 0; h < H; ++h) {
       const T* a = in + row * H * D + h * D;
       T* b = out + row * H * D + h * D;
       for (int64_t i = 0; i < P; ++i) {
+        const int64_t i0 = i * step, i1 = i0 + stride;
         const T c = tab[2 * i], sn = sign * tab[2 * i + 1];
-        const T x0 = a[2 * i], x1 = a[2 * i + 1];
+        const T x0 = a[i0], x1 = a[i1];
         const T y0 = x0 * c - x1 * sn, y1 = x0 * sn + x1 * c;
         if (accumulate) {
-          b[2 * i] += y0, b[2 * i + 1] += y1;
+          b[i0] += y0, b[i1] += y1;
         } else {
-          b[2 * i] = y0, b[2 * i + 1] = y1;
+          b[i0] = y0, b[i1] = y1;
         }
       }
     }

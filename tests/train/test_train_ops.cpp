@@ -232,6 +232,64 @@ TEST(TrainOps, Rope) {
   }
 }
 
+TEST(TrainOps, RopeNeoxAtGivenPositions) {
+  static const std::vector<int64_t> pos = {0, 7, 3, 3, 12, 1};
+  auto b = [](auto& t, const std::vector<Var>& v) {
+    return rope(t, v[0], {.n_heads = 2, .head_dim = 6, .freq_base = 500.0f, .neox = true, .positions = &pos});
+  };
+  check_gradients({{6, 12}}, b);
+  check_float_matches_double({{6, 12}}, b);
+  // NeoX pairs (i, i + D/2): a row with only x0 = 1 rotates into x0 = cos, x3 = sin
+  Tape<double> t;
+  std::vector<double> x = {1, 0, 0, 0, 0, 0};
+  static const std::vector<int64_t> one = {2};
+  const Var y = rope(t, t.leaf(x, {}, 1, 6), {.n_heads = 1, .head_dim = 6, .freq_base = 10.0f, .neox = true, .positions = &one});
+  EXPECT_NEAR(t.value(y)[0], std::cos(2.0), 1e-12);
+  EXPECT_NEAR(t.value(y)[3], std::sin(2.0), 1e-12);
+  EXPECT_EQ(t.value(y)[1], 0.0);
+}
+
+// The DFlash training mask on 3 context keys and two blocks of 2: each block sees the
+// context before its anchor and its own block; one query sees a single key.
+TEST(TrainOps, MaskedAttentionSeesOnlyItsKeys) {
+  static const std::vector<std::array<int64_t, 4>> vis = {{0, 1, 3, 5}, {0, 1, 3, 5}, {0, 3, 5, 7}, {5, 6, 0, 0}};
+  const int64_t D = 3, H = 4, Hk = 2;
+  auto b = [](auto& t, const std::vector<Var>& v) {
+    return masked_attention(t, v[0], v[1], v[2], {.n_heads = H, .n_kv_heads = Hk, .head_dim = D}, vis);
+  };
+  const std::vector<Input> in = {{4, H * D}, {7, Hk * D}, {7, Hk * D}};
+  check_gradients(in, b);
+  check_float_matches_double(in, b);
+  // the last query sees only key 5: its output is v[5] of its KV head
+  Tape<double> t;
+  auto vals = random_inputs(in, 3);
+  const Var o = masked_attention(t, t.leaf(vals[0], {}, 4, H * D), t.leaf(vals[1], {}, 7, Hk * D),
+                                 t.leaf(vals[2], {}, 7, Hk * D), {.n_heads = H, .n_kv_heads = Hk, .head_dim = D}, vis);
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t d = 0; d < D; ++d)
+      EXPECT_NEAR(t.value(o)[3 * H * D + h * D + d], vals[2][static_cast<size_t>(5 * Hk * D + (h / 2) * D + d)], 1e-12);
+}
+
+TEST(TrainOps, ConcatRows) {
+  auto b = [](auto& t, const std::vector<Var>& v) { return concat_rows(t, v[0], v[1]); };
+  check_gradients({{3, 4}, {2, 4}}, b);
+}
+
+TEST(TrainOps, WeightedCrossEntropy) {
+  static const std::vector<int32_t> y = {2, -1, 0, 4, 1};
+  static const std::vector<float> w = {1.0f, 5.0f, 0.5f, 0.0f, 0.25f};
+  auto b = [](auto& t, const std::vector<Var>& v) { return weighted_cross_entropy(t, v[0], y, w); };
+  check_gradients({{5, 6}}, b);
+  check_float_matches_double({{5, 6}}, b);
+  // equal weights: the plain mean cross-entropy
+  Tape<double> t;
+  auto vals = random_inputs({{5, 6}}, 4);
+  const std::vector<float> ones(5, 1.0f);
+  const Var a = weighted_cross_entropy(t, t.leaf(vals[0], {}, 5, 6), y, ones);
+  const Var c = cross_entropy(t, t.leaf(vals[0], {}, 5, 6), y);
+  EXPECT_NEAR(t.value(a)[0], t.value(c)[0], 1e-12);
+}
+
 TEST(TrainOps, AttentionGqaCausalAndWindowed) {
   struct Case { int64_t window, H, Hk; float scale = 0; };
   for (const Case& c : {Case{0, 4, 2}, Case{3, 4, 2}, Case{3, 3, 1}, Case{0, 2, 2}, Case{3, 4, 2, 1.3f}}) {
