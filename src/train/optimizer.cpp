@@ -8,15 +8,18 @@
 
 namespace squeeze::train {
 
-AdamW::AdamW(const GlimmerModel& model, AdamWParams params) : p_(params) {
-  for (const Parameter& p : model.params()) {
-    m_.emplace_back(static_cast<size_t>(p.size()), 0.0f);
-    v_.emplace_back(static_cast<size_t>(p.size()), 0.0f);
+AdamW::AdamW(const GlimmerModel& model, AdamWParams params) : AdamW(model.params(), params) {}
+
+AdamW::AdamW(const std::vector<Parameter>& params, AdamWParams p) : p_(p) {
+  for (const Parameter& q : params) {
+    m_.emplace_back(static_cast<size_t>(q.size()), 0.0f);
+    v_.emplace_back(static_cast<size_t>(q.size()), 0.0f);
   }
 }
 
-void AdamW::step(GlimmerModel& model, float lr) {
-  auto& params = model.params();
+void AdamW::step(GlimmerModel& model, float lr) { step(model.params(), lr); }
+
+void AdamW::step(std::vector<Parameter>& params, float lr) {
   SQZ_CHECK(params.size() == m_.size(), "AdamW: the model has ", params.size(), " parameters, the optimiser ", m_.size());
   ++t_;
   const double bc1 = 1.0 - std::pow(static_cast<double>(p_.beta1), static_cast<double>(t_));
@@ -44,14 +47,16 @@ float learning_rate(const ScheduleParams& p, int64_t step) {
   return p.min_lr + 0.5f * (p.lr - p.min_lr) * static_cast<float>(1.0 + std::cos(std::numbers::pi * progress));
 }
 
-double clip_grad_norm(GlimmerModel& model, double max_norm) {
+double clip_grad_norm(GlimmerModel& model, double max_norm) { return clip_grad_norm(model.params(), max_norm); }
+
+double clip_grad_norm(std::vector<Parameter>& params, double max_norm) {
   double ss = 0;
-  for (const Parameter& p : model.params())
+  for (const Parameter& p : params)
     for (float g : p.grad) ss += static_cast<double>(g) * g;
   const double norm = std::sqrt(ss);
   if (max_norm > 0 && norm > max_norm) {
     const float s = static_cast<float>(max_norm / (norm + 1e-12));
-    for (Parameter& p : model.params())
+    for (Parameter& p : params)
       for (float& g : p.grad) g *= s;
   }
   return norm;

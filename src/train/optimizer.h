@@ -20,6 +20,9 @@ struct AdamWParams {
 class AdamW {
  public:
   AdamW(const GlimmerModel& model, AdamWParams params);
+  // Any list of parameters (the DFlash drafter's).
+  AdamW(const std::vector<Parameter>& params, AdamWParams params_);
+  void step(std::vector<Parameter>& params, float lr);
   // One update with learning rate lr from the gradients in model.params():
   //   m ← β1 m + (1−β1) g;  v ← β2 v + (1−β2) g²;  m̂ = m/(1−β1ᵗ);  v̂ = v/(1−β2ᵗ)
   //   w ← w − lr (m̂ / (sqrt(v̂) + eps) + wd · w)
@@ -49,5 +52,6 @@ float learning_rate(const ScheduleParams& p, int64_t step);
 // Scales every gradient so that their global L2 norm is at most max_norm (no-op when
 // max_norm <= 0 or the norm is smaller). Returns the norm before clipping.
 double clip_grad_norm(GlimmerModel& model, double max_norm);
+double clip_grad_norm(std::vector<Parameter>& params, double max_norm);
 
 }  // namespace squeeze::train

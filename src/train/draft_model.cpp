@@ -1,0 +1,143 @@
+// train/draft_model.cpp
+#include "train/draft_model.h"
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "model/weights.h"
+#include "quant/matmul.h"
+#include "quant/traits.h"
+#include "train/ops.h"
+
+namespace squeeze::train {
+
+DraftTrainModel::DraftTrainModel(model::DraftConfig config) : config_(std::move(config)) {
+  config_.validate();
+  for (const model::TensorShape& s : config_.weight_tensors()) {
+    Parameter p{.name = s.name, .cols = s.ne0, .rows = s.ne1, .layer = s.layer};
+    p.value.assign(static_cast<size_t>(p.size()), 0.0f);
+    p.grad.assign(static_cast<size_t>(p.size()), 0.0f);
+    params_.push_back(std::move(p));
+  }
+}
+
+DraftTrainModel DraftTrainModel::init(const model::DraftConfig& config, uint64_t seed) {
+  DraftTrainModel m(config);
+  std::mt19937_64 rng(seed);
+  const float depth = 1.0f / std::sqrt(2.0f * static_cast<float>(config.n_layer));
+  for (Parameter& p : m.params_) {
+    if (p.is_norm()) {
+      std::fill(p.value.begin(), p.value.end(), 1.0f);
+      continue;
+    }
+    const bool residual = p.name.find("attn_output") != std::string::npos || p.name.find("ffn_down") != std::string::npos;
+    std::normal_distribution<float> d(0.0f, (residual ? depth : 1.0f) / std::sqrt(static_cast<float>(p.cols)));
+    for (float& v : p.value) v = d(rng);
+  }
+  return m;
+}
+
+DraftTrainModel DraftTrainModel::load(const std::string& path) {
+  const gguf::File f(path);
+  DraftTrainModel m(model::draft_config_from_gguf(f));
+  for (Parameter& p : m.params_) {
+    const gguf::TensorInfo& t = f.tensor(p.name);
+    SQZ_CHECK(quant::is_supported(t.type), path, ": tensor '", p.name, "' has a type squeeze cannot compute with");
+    const quant::QMatrix q{.type = t.type, .data = t.data.data(), .rows = t.n_rows(), .cols = t.row_length()};
+    for (int64_t r = 0; r < q.rows; ++r) model::dequantize_row(q, r, p.value.data() + r * q.cols);
+  }
+  return m;
+}
+
+int64_t DraftTrainModel::n_params() const {
+  int64_t n = 0;
+  for (const Parameter& p : params_) n += p.size();
+  return n;
+}
+
+void DraftTrainModel::zero_grad() {
+  for (Parameter& p : params_) std::fill(p.grad.begin(), p.grad.end(), 0.0f);
+}
+
+Var DraftTrainModel::forward(Tape<float>& t, std::span<const float> taps, int64_t n_ctx, std::span<const float> block_embeds,
+                             std::span<const int64_t> anchors, int64_t block, bool with_grad) {
+  const model::DraftConfig& c = config_;
+  const int64_t E = c.n_embd, N = static_cast<int64_t>(anchors.size()), B = block, rows = N * B;
+  SQZ_CHECK(N > 0 && B >= 2 && B <= c.block_size, "draft forward: ", N, " blocks of ", B);
+  SQZ_CHECK(static_cast<int64_t>(taps.size()) == n_ctx * c.n_taps() * E, "draft forward: taps of ", taps.size(),
+            " values for ", n_ctx, " positions");
+  SQZ_CHECK(static_cast<int64_t>(block_embeds.size()) == rows * E, "draft forward: block embeddings do not match");
+  for (int64_t a : anchors) SQZ_CHECK(a >= 1 && a <= n_ctx, "draft forward: anchor ", a, " outside [1, ", n_ctx, "]");
+  size_t next = 0;
+  const auto param = [&](const char* what) {
+    Parameter& p = params_[next++];
+    (void)what;
+    return t.leaf(p.value, with_grad ? std::span<float>(p.grad) : std::span<float>(), p.rows, p.cols);
+  };
+  // positions: context rows 0 .. n_ctx − 1, block rows a .. a + B − 1
+  auto ctx_pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(n_ctx));
+  for (int64_t i = 0; i < n_ctx; ++i) (*ctx_pos)[static_cast<size_t>(i)] = i;
+  auto blk_pos = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(rows));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < B; ++k) (*blk_pos)[static_cast<size_t>(n * B + k)] = anchors[static_cast<size_t>(n)] + k;
+  // visibility per kind of layer: keys are [context (n_ctx rows) ; blocks (rows)]
+  const auto visibility = [&](bool sliding) {
+    std::vector<std::array<int64_t, 4>> vis(static_cast<size_t>(rows));
+    const int64_t W = c.sliding_window;
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t a = anchors[static_cast<size_t>(n)];
+      for (int64_t k = 0; k < B; ++k) {
+        const int64_t q = a + k;
+        const int64_t c0 = sliding ? std::max<int64_t>(0, q - W) : 0, c1 = std::max(c0, a);
+        const int64_t b0 = sliding ? std::max<int64_t>(0, k - W) : 0, b1 = sliding ? std::min(B, k + W + 1) : B;
+        vis[static_cast<size_t>(n * B + k)] = {c0, c1, n_ctx + n * B + b0, n_ctx + n * B + b1};
+      }
+    }
+    return vis;
+  };
+  const auto vis_sliding = visibility(true), vis_full = visibility(false);
+
+  const Var fc = param("fc"), hidden_norm = param("enc.output_norm");
+  const Var taps_v = t.constant(std::vector<float>(taps.begin(), taps.end()), n_ctx, c.n_taps() * E);
+  const Var ctx = rmsnorm(t, matmul_nt(t, taps_v, fc), hidden_norm, c.rms_eps);  // [n_ctx, E]
+  Var x = t.constant(std::vector<float>(block_embeds.begin(), block_embeds.end()), rows, E);
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const Var attn_norm = param("attn_norm"), wq = param("wq"), wk = param("wk"), wv = param("wv");
+    const Var q_norm = param("q_norm"), k_norm = param("k_norm"), wo = param("wo"), ffn_norm = param("ffn_norm");
+    const Var w_gate = param("gate"), w_up = param("up"), w_down = param("down");
+    const Var h = rmsnorm(t, x, attn_norm, c.rms_eps);
+    const RopeSpec rq{.n_heads = c.n_head, .head_dim = c.head_dim, .freq_base = c.rope_base, .neox = true, .positions = blk_pos.get()};
+    const RopeSpec rk{.n_heads = c.n_head_kv, .head_dim = c.head_dim, .freq_base = c.rope_base, .neox = true, .positions = blk_pos.get()};
+    const RopeSpec rc{.n_heads = c.n_head_kv, .head_dim = c.head_dim, .freq_base = c.rope_base, .neox = true, .positions = ctx_pos.get()};
+    const Var q = rope(t, rmsnorm_heads(t, matmul_nt(t, h, wq), q_norm, c.rms_eps), rq);
+    const Var kb = rope(t, rmsnorm_heads(t, matmul_nt(t, h, wk), k_norm, c.rms_eps), rk);
+    const Var kc = rope(t, rmsnorm_heads(t, matmul_nt(t, ctx, wk), k_norm, c.rms_eps), rc);
+    const Var k = concat_rows(t, kc, kb);
+    const Var v = concat_rows(t, matmul_nt(t, ctx, wv), matmul_nt(t, h, wv));
+    const Var o = masked_attention(t, q, k, v, {.n_heads = c.n_head, .n_kv_heads = c.n_head_kv, .head_dim = c.head_dim},
+                                   c.sliding(l) ? vis_sliding : vis_full);
+    x = add(t, x, matmul_nt(t, o, wo));
+    const Var h2 = rmsnorm(t, x, ffn_norm, c.rms_eps);
+    x = add(t, x, matmul_nt(t, swiglu(t, matmul_nt(t, h2, w_gate), matmul_nt(t, h2, w_up)), w_down));
+  }
+  const Var out = rmsnorm(t, x, param("output_norm"), c.rms_eps);
+  SQZ_CHECK(next == params_.size(), "draft forward: parameter order out of step");
+  return out;
+}
+
+void DraftTrainModel::export_gguf(const std::string& path, const std::string& name, const std::string& replaces) const {
+  gguf::Writer w(path, {.replaces = replaces});
+  model::write_draft_config(w.metadata(), config_);
+  w.metadata().set("general.name", gguf::Value::string(name));
+  for (const Parameter& p : params_) {
+    const std::vector<int64_t> dims = p.is_norm() ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.cols, p.rows};
+    w.add_tensor({.name = p.name, .type = gguf::GgmlType::F32, .dims = dims},
+                 std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(p.value.data()), p.value.size() * sizeof(float)));
+  }
+  w.finish();
+}
+
+}  // namespace squeeze::train
