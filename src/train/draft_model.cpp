@@ -9,6 +9,7 @@
 #include "gguf/writer.h"
 #include "model/weights.h"
 #include "quant/matmul.h"
+#include "quant/quantize.h"
 #include "quant/traits.h"
 #include "train/ops.h"
 
@@ -128,14 +129,17 @@ Var DraftTrainModel::forward(Tape<float>& t, std::span<const float> taps, int64_
   return out;
 }
 
-void DraftTrainModel::export_gguf(const std::string& path, const std::string& name, const std::string& replaces) const {
+void DraftTrainModel::export_gguf(const std::string& path, const std::string& name, const std::string& replaces,
+                                  gguf::GgmlType type) const {
   gguf::Writer w(path, {.replaces = replaces});
   model::write_draft_config(w.metadata(), config_);
   w.metadata().set("general.name", gguf::Value::string(name));
   for (const Parameter& p : params_) {
     const std::vector<int64_t> dims = p.is_norm() ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.cols, p.rows};
-    w.add_tensor({.name = p.name, .type = gguf::GgmlType::F32, .dims = dims},
-                 std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(p.value.data()), p.value.size() * sizeof(float)));
+    gguf::GgmlType t = p.is_norm() ? gguf::GgmlType::F32 : type;
+    if (p.cols % gguf::ggml_type_info(t).block_size != 0) t = gguf::GgmlType::F32;
+    w.add_tensor({.name = p.name, .type = t, .dims = dims},
+                 quant::quantize_tensor({.type = t, .src = p.value.data(), .rows = p.rows, .cols = p.cols}));
   }
   w.finish();
 }

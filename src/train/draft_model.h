@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/ggml_type.h"
 #include "model/draft_config.h"
 #include "train/glimmer_model.h"
 #include "train/tape.h"
@@ -43,8 +44,10 @@ class DraftTrainModel {
   Var forward(Tape<float>& t, std::span<const float> taps, int64_t n_ctx, std::span<const float> block_embeds,
               std::span<const int64_t> anchors, int64_t block, bool with_grad = true);
 
-  // Every tensor as F32, atomically; `replaces` may name the file being replaced (resume).
-  void export_gguf(const std::string& path, const std::string& name, const std::string& replaces = {}) const;
+  // Every tensor, atomically: norms F32, matrices as `type` (F32 unless a matrix's rows do
+  // not fit the type's blocks); `replaces` may name the file being replaced.
+  void export_gguf(const std::string& path, const std::string& name, const std::string& replaces = {},
+                   gguf::GgmlType type = gguf::GgmlType::F32) const;
 
  private:
   explicit DraftTrainModel(model::DraftConfig config);
