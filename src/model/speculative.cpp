@@ -91,24 +91,112 @@ std::vector<int32_t> PromptLookupSource::propose(int32_t anchor, int64_t max_tok
   return {};
 }
 
-// ---- speculator ------------------------------------------------------------------------
+// ---- draft length ----------------------------------------------------------------------
 
-Speculator::Speculator(Session& target, DraftSource& source, SpeculatorParams params)
-    : target_(target), source_(source), params_(params) {
-  SQZ_CHECK(params_.max_drafts >= 1, "speculative decoding needs at least one draft token per step");
-  params_.max_drafts = std::min(params_.max_drafts, source.max_proposal());
-  // verify rows must fit one forward chunk, where each row is computed as a decode step
-  params_.max_drafts = std::min(params_.max_drafts, target.cache().max_chunk() - 1);
-  SQZ_CHECK(params_.max_drafts >= 1, "speculative decoding: the target's cache takes no chunk of 2 tokens");
-  const size_t n = static_cast<size_t>(params_.max_drafts);
-  stats_.proposed_at.assign(n, 0);
-  stats_.accepted_at.assign(n, 0);
-  stats_.accept_length.assign(n + 1, 0);
+DraftLengthController::DraftLengthController(int64_t max_drafts, bool adaptive)
+    : max_drafts_(max_drafts), adaptive_(adaptive) {
+  SQZ_CHECK(max_drafts >= 1, "speculative decoding needs at least one draft token per step");
+  const size_t n = static_cast<size_t>(max_drafts);
   // prior: each draft position kept half the time, seen once
   offered_.assign(n, 1.0);
   kept_.assign(n, 0.5);
   cost_sum_.assign(n + 2, 0.0);
   cost_n_.assign(n + 2, 0.0);
+}
+
+void DraftLengthController::record_step(int64_t rows, double seconds) {
+  if (rows < 1 || rows >= static_cast<int64_t>(cost_n_.size())) return;
+  for (double& c : cost_sum_) c *= kDecay;
+  for (double& c : cost_n_) c *= kDecay;
+  cost_sum_[static_cast<size_t>(rows)] += seconds;
+  cost_n_[static_cast<size_t>(rows)] += 1.0;
+}
+
+void DraftLengthController::record_verify(int64_t drafts, int64_t accepted, double draft_seconds) {
+  if (drafts <= 0) return;
+  draft_seconds_ += draft_seconds;
+  ++drafts_made_;
+  // a draft position counts as offered only when every earlier one was kept
+  for (size_t j = 0; j < offered_.size(); ++j) offered_[j] *= kDecay, kept_[j] *= kDecay;
+  for (int64_t j = 0; j <= std::min(accepted, drafts - 1) && j < max_drafts_; ++j) {
+    offered_[static_cast<size_t>(j)] += 1.0;
+    if (j < accepted) kept_[static_cast<size_t>(j)] += 1.0;
+  }
+}
+
+double DraftLengthController::step_cost(int64_t rows) const {
+  // measured buckets, interpolated; beyond the measured range extrapolated with the
+  // nearest two, or assumed to grow 10% a row when only one is known
+  std::vector<std::pair<int64_t, double>> pts;
+  for (size_t r = 1; r < cost_n_.size(); ++r)
+    if (cost_n_[r] > 0.05) pts.push_back({static_cast<int64_t>(r), cost_sum_[r] / cost_n_[r]});
+  if (pts.empty()) return static_cast<double>(rows);
+  if (pts.size() == 1) return pts[0].second * (1.0 + 0.1 * static_cast<double>(rows - pts[0].first));
+  size_t hi = 1;
+  while (hi + 1 < pts.size() && pts[hi].first < rows) ++hi;
+  const auto [r0, c0] = pts[hi - 1];
+  const auto [r1, c1] = pts[hi];
+  const double slope = std::max(0.0, (c1 - c0) / static_cast<double>(r1 - r0));
+  return std::max(1e-9, c0 + slope * static_cast<double>(rows - r0));
+}
+
+int64_t DraftLengthController::choose(int64_t limit) {
+  const int64_t cap = std::min(limit, max_drafts_);
+  if (cap <= 0) return 0;
+  if (!adaptive_) return cap;
+  // expected tokens per step with k drafts: 1 + Σ_{j<k} Π_{m≤j} P(keep m | reached m)
+  const double draft_cost = drafts_made_ > 0 ? draft_seconds_ / static_cast<double>(drafts_made_) : 0;
+  double best_score = 1.0 / step_cost(1), reach = 1.0, expected = 1.0;
+  int64_t best = 0, j = 0;
+  for (int64_t k : kLengths) {
+    if (k == 0) continue;
+    if (k > cap) break;
+    for (; j < k; ++j) {
+      reach *= kept_[static_cast<size_t>(j)] / offered_[static_cast<size_t>(j)];
+      expected += reach;
+    }
+    // drafting must beat a plain step by a margin: the estimates are noisy, and a wrong
+    // choice to draft costs more than a wrong choice not to
+    const double score = expected / (step_cost(k + 1) + draft_cost);
+    if (score > best_score * (best == 0 ? kMargin : 1.0)) best_score = score, best = k;
+  }
+  if (best > 0) {
+    plain_streak_ = 0;
+    probe_every_ = kProbeEvery;
+    return best;
+  }
+  if (++plain_streak_ >= probe_every_) {  // keep measuring what drafting would give, ever less often
+    plain_streak_ = 0;
+    probe_every_ = std::min<int64_t>(probe_every_ * 2, kProbeEveryMax);
+    return std::min<int64_t>(cap, 2);
+  }
+  return 0;
+}
+
+// ---- speculator ------------------------------------------------------------------------
+
+namespace {
+
+int64_t usable_drafts(const Session& target, const DraftSource& source, int64_t wanted) {
+  // verify rows must fit one forward chunk, where each row is computed as a decode step
+  const int64_t n = std::min({wanted, source.max_proposal(), target.cache().max_chunk() - 1});
+  SQZ_CHECK(n >= 1, "speculative decoding: no room for a draft (the cache takes chunks of ", target.cache().max_chunk(),
+            ", the source proposes ", source.max_proposal(), ")");
+  return n;
+}
+
+}  // namespace
+
+Speculator::Speculator(Session& target, DraftSource& source, SpeculatorParams params)
+    : target_(target),
+      source_(source),
+      params_(params),
+      controller_(usable_drafts(target, source, params.max_drafts), params.adaptive) {
+  params_.max_drafts = controller_.max_drafts();
+  const size_t n = static_cast<size_t>(params_.max_drafts);
+  stats_.proposed_at.assign(n, 0);
+  stats_.accepted_at.assign(n, 0);
+  stats_.accept_length.assign(n + 1, 0);
   target_.set_taps(source.tap_layers());
 }
 
@@ -137,61 +225,14 @@ bool Speculator::rewind(int64_t pos) {
   return true;
 }
 
-double Speculator::verify_cost(int64_t rows) const {
-  // measured buckets, interpolated; beyond the measured range extrapolated with the
-  // nearest two, or assumed to grow 10% a row when only one is known
-  std::vector<std::pair<int64_t, double>> pts;
-  for (size_t r = 1; r < cost_n_.size(); ++r)
-    if (cost_n_[r] > 0.05) pts.push_back({static_cast<int64_t>(r), cost_sum_[r] / cost_n_[r]});
-  if (pts.empty()) return static_cast<double>(rows);
-  if (pts.size() == 1) return pts[0].second * (1.0 + 0.1 * static_cast<double>(rows - pts[0].first));
-  size_t hi = 1;
-  while (hi + 1 < pts.size() && pts[hi].first < rows) ++hi;
-  const auto [r0, c0] = pts[hi - 1];
-  const auto [r1, c1] = pts[hi];
-  const double slope = std::max(0.0, (c1 - c0) / static_cast<double>(r1 - r0));
-  return std::max(1e-9, c0 + slope * static_cast<double>(rows - r0));
-}
-
-int64_t Speculator::choose_length(int64_t limit) {
-  const int64_t cap = std::min(limit, params_.max_drafts);
-  if (cap <= 0) return 0;
-  if (!params_.adaptive) return cap;
-  // expected tokens per step with k drafts: 1 + Σ_{j<k} Π_{m≤j} P(keep m | reached m)
-  const double draft_cost = stats_.verify_steps > 0 ? stats_.draft_seconds / static_cast<double>(stats_.verify_steps) : 0;
-  double best_score = 1.0 / verify_cost(1), reach = 1.0, expected = 1.0;
-  int64_t best = 0, j = 0;
-  for (int64_t k : kLengths) {
-    if (k == 0) continue;
-    if (k > cap) break;
-    for (; j < k; ++j) {
-      reach *= kept_[static_cast<size_t>(j)] / offered_[static_cast<size_t>(j)];
-      expected += reach;
-    }
-    // drafting must beat a plain step by a margin: the estimates are noisy, and a wrong
-    // choice to draft costs more than a wrong choice not to
-    const double score = expected / (verify_cost(k + 1) + draft_cost);
-    if (score > best_score * (best == 0 ? kMargin : 1.0)) best_score = score, best = k;
-  }
-  if (best > 0) {
-    plain_streak_ = 0;
-    probe_every_ = kProbeEvery;
-    return best;
-  }
-  if (++plain_streak_ >= probe_every_) {  // keep measuring what drafting would give, ever less often
-    plain_streak_ = 0;
-    probe_every_ = std::min<int64_t>(probe_every_ * 2, kProbeEveryMax);
-    return std::min<int64_t>(cap, 2);
-  }
-  return 0;
-}
-
 std::vector<int32_t> Speculator::draft(int32_t anchor, int64_t limit) {
-  const int64_t k = choose_length(limit);
+  last_draft_seconds_ = 0;
+  const int64_t k = controller_.choose(limit);
   if (k == 0) return {};
   const auto t0 = Clock::now();
   std::vector<int32_t> drafts = source_.propose(anchor, k);
-  stats_.draft_seconds += seconds_since(t0);
+  last_draft_seconds_ = seconds_since(t0);
+  stats_.draft_seconds += last_draft_seconds_;
   return drafts;
 }
 
@@ -202,34 +243,25 @@ std::span<const float> Speculator::verify(int32_t anchor, std::span<const int32_
   pending_.insert(pending_.end(), drafts.begin(), drafts.end());
   pending_pos_ = target_.position();
   const auto t0 = Clock::now();
-  if (drafts.empty()) {  // a plain step, exactly as plain decoding runs it
-    const auto logits = target_.forward(pending_);
-    const double seconds = seconds_since(t0);
-    for (double& c : cost_sum_) c *= kDecay;
-    for (double& c : cost_n_) c *= kDecay;
-    cost_sum_[1] += seconds;
-    cost_n_[1] += 1.0;
-    return logits;
-  }
-  // each row exactly as a one-token step computes it (the session's prefill may use the
-  // faster, batch-dependent products: the prompt is the same either way)
-  const bool invariant = target_.batch_invariant();
-  target_.set_batch_invariant(true);
   std::span<const float> logits;
-  try {
-    logits = target_.forward(pending_, /*all_logits=*/true);
-  } catch (...) {
+  if (drafts.empty()) {  // a plain step, exactly as plain decoding runs it
+    logits = target_.forward(pending_);
+  } else {
+    // each row exactly as a one-token step computes it (the session's prefill may use the
+    // faster, batch-dependent products: the prompt is the same either way)
+    const bool invariant = target_.batch_invariant();
+    target_.set_batch_invariant(true);
+    try {
+      logits = target_.forward(pending_, /*all_logits=*/true);
+    } catch (...) {
+      target_.set_batch_invariant(invariant);
+      throw;
+    }
     target_.set_batch_invariant(invariant);
-    throw;
   }
-  target_.set_batch_invariant(invariant);
   const double seconds = seconds_since(t0);
-  const size_t rows = pending_.size();
-  for (double& c : cost_sum_) c *= kDecay;
-  for (double& c : cost_n_) c *= kDecay;
-  cost_sum_[rows] += seconds;
-  cost_n_[rows] += 1.0;
-  stats_.verify_seconds += seconds;
+  controller_.record_step(static_cast<int64_t>(pending_.size()), seconds);
+  if (!drafts.empty()) stats_.verify_seconds += seconds;
   return logits;
 }
 
@@ -247,12 +279,7 @@ void Speculator::commit(int64_t kept) {
       ++stats_.proposed_at[static_cast<size_t>(j)];
       if (j < accepted) ++stats_.accepted_at[static_cast<size_t>(j)];
     }
-    // a draft position counts as offered only when every earlier one was kept
-    for (size_t j = 0; j < offered_.size(); ++j) offered_[j] *= kDecay, kept_[j] *= kDecay;
-    for (int64_t j = 0; j <= std::min(accepted, drafts - 1); ++j) {
-      offered_[static_cast<size_t>(j)] += 1.0;
-      if (j < accepted) kept_[static_cast<size_t>(j)] += 1.0;
-    }
+    controller_.record_verify(drafts, accepted, last_draft_seconds_);
   }
   target_.truncate(pending_pos_ + kept);
   const auto taps = target_.taps();

@@ -80,6 +80,33 @@ class PromptLookupSource final : public DraftSource {
   std::vector<int32_t> history_;
 };
 
+// How many tokens to draft next: the length that maximises expected tokens per second,
+// from decayed per-position acceptance rates and the measured cost of a forward step by its
+// row count (and of drafting); 0 — a plain step — unless some length beats a plain step by
+// a margin; while plain steps win, a short probe now and then (ever less often) keeps the
+// acceptance estimate current.
+class DraftLengthController {
+ public:
+  DraftLengthController(int64_t max_drafts, bool adaptive);
+  // The length for the next step, at most min(limit, max_drafts()).
+  int64_t choose(int64_t limit);
+  // A forward step that ran `rows` tokens of this sequence took `seconds`.
+  void record_step(int64_t rows, double seconds);
+  // A verification of `drafts` drafts kept `accepted`; drafting them took `draft_seconds`.
+  void record_verify(int64_t drafts, int64_t accepted, double draft_seconds);
+  int64_t max_drafts() const { return max_drafts_; }
+
+ private:
+  double step_cost(int64_t rows) const;
+  int64_t max_drafts_;
+  bool adaptive_;
+  std::vector<double> offered_, kept_;     // decayed counts per draft position
+  std::vector<double> cost_sum_, cost_n_;  // decayed step seconds per row count
+  double draft_seconds_ = 0;
+  int64_t drafts_made_ = 0;
+  int64_t plain_streak_ = 0, probe_every_ = 16;
+};
+
 struct SpeculatorParams {
   int64_t max_drafts = 15;  // cap on tokens drafted per step (≤ the source's max_proposal)
   bool adaptive = true;     // choose the draft length per step from measured acceptance and cost
@@ -123,19 +150,15 @@ class Speculator {
   Session& target() { return target_; }
 
  private:
-  int64_t choose_length(int64_t limit);
-  double verify_cost(int64_t rows) const;
 
   Session& target_;
   DraftSource& source_;
   SpeculatorParams params_;
   SpeculatorStats stats_;
+  DraftLengthController controller_;
   std::vector<int32_t> pending_;  // the tokens of the last verify
   int64_t pending_pos_ = 0;
-  // controller state: decayed acceptance per draft position, verify seconds per row count
-  std::vector<double> offered_, kept_;
-  std::vector<double> cost_sum_, cost_n_;
-  int64_t plain_streak_ = 0, probe_every_ = 16;
+  double last_draft_seconds_ = 0;
 };
 
 }  // namespace squeeze::model
