@@ -11,6 +11,7 @@
 #include "gguf/file_identity.h"
 #include "gguf/ggml_type.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "model/random_model.h"
 
 namespace {
@@ -22,9 +23,29 @@ int run_make_model(int argc, char** argv) {
   args.option({"-o", "--output"}, "FILE", "output GGUF path")
       .option({"--type"}, "TYPE", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K", "F32")
       .int_option({"--seed"}, "N", "random seed", {0, squeeze::cli::kMaxSeed}, "1")
-      .option({"--chat-template"}, "FILE", "a Jinja chat template to store as tokenizer.chat_template");
+      .option({"--chat-template"}, "FILE", "a Jinja chat template to store as tokenizer.chat_template")
+      .option({"--drafter-for"}, "MODEL", "write a random DFlash drafter for this model instead (the reference recipe's\n"
+                                         "shape: its width and heads, default taps; --draft-layers, --draft-block, --draft-window)")
+      .int_option({"--draft-layers"}, "N", "drafter layers", {1, 64}, "5")
+      .int_option({"--draft-block"}, "B", "drafter block size", {2, 64}, "16")
+      .int_option({"--draft-window"}, "N", "drafter sliding window (0: none)", {0, 1 << 20}, "0");
   squeeze::cli::add_config_options(args, "glimmer-tiny");
   if (!args.parse(argc, argv)) return 0;
+  if (args.has("--drafter-for")) {
+    const auto type = squeeze::gguf::ggml_type_from_name(args.get("--type"));
+    SQZ_CHECK(type.has_value(), "unknown --type '", args.get("--type"), "'");
+    const std::string out = args.get("--output");
+    SQZ_CHECK(!out.empty(), "missing -o OUT.gguf");
+    const squeeze::gguf::DeclaredInputs inputs({args.get("--drafter-for")});
+    const auto target = squeeze::model::Model::load(args.get("--drafter-for"));
+    const auto d = squeeze::model::default_draft_config(target->config(), args.get_int("--draft-layers"),
+                                                         args.get_int("--draft-block"), target->config().n_vocab - 1,
+                                                         args.get_int("--draft-window"));
+    squeeze::model::write_random_drafter(d, *type, static_cast<uint64_t>(args.get_int("--seed")), out);
+    std::printf("wrote %s: dflash drafter, %lld layers, %.1fM parameters, block %lld\n", out.c_str(),
+                static_cast<long long>(d.n_layer), d.n_params() / 1e6, static_cast<long long>(d.block_size));
+    return 0;
+  }
   const squeeze::model::ModelConfig c = squeeze::cli::config_from_args(args);
   const auto type = squeeze::gguf::ggml_type_from_name(args.get("--type"));
   SQZ_CHECK(type.has_value(), "unknown --type '", args.get("--type"), "'");

@@ -53,6 +53,11 @@ struct Engine::Slot {
   int64_t prefill_pos = 0;   // next prompt position to run while < prompt size
   int32_t pending = -1;      // the sampled token the next step runs
   int64_t cached = 0;        // prompt tokens reused from the cache
+  // speculative decoding: the source follows ids; `verify` holds [pending, drafts…] of a step
+  std::unique_ptr<model::DraftSource> source;
+  std::optional<model::DraftLengthController> controller;
+  std::vector<int32_t> verify;
+  double draft_seconds = 0;
   uint64_t last_used = 0;
   Clock::time_point first_token_at, last_token_at;
   bool busy() const { return job.has_value(); }
@@ -65,14 +70,32 @@ Engine::Engine(const model::Model& model, EngineParams params)
       n_ctx_(params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(model.config().n_ctx, 4096)),
       chunk_(std::max<int64_t>(1, params.chunk)),
       max_queue_(static_cast<size_t>(std::max<int64_t>(0, params.max_queue))),
-      scratch_(model.config(), std::max<int64_t>(1, params.parallel) + std::max<int64_t>(1, params.chunk)) {
+      scratch_(model.config(), std::max<int64_t>(1, params.parallel) * (1 + (params.drafter || params.lookup ? params.max_drafts : 0)) +
+                                   std::max<int64_t>(1, params.chunk)),
+      drafter_(params.drafter),
+      lookup_(params.lookup),
+      adaptive_drafts_(params.adaptive_drafts) {
   SQZ_CHECK(params.parallel >= 1, "serve: --parallel must be at least 1");
+  SQZ_CHECK(!(drafter_ && lookup_), "serve: a drafter and prompt lookup are two draft sources: give one");
   SQZ_CHECK(n_ctx_ >= 1, "serve: the context must be at least 1 token");
   // Ring headroom of two chunks: prefix reuse may roll a slot back by up to a chunk past
   // the end of what the next turn shares with it (kv_cache.h: truncate()).
   const auto config = model::sequence_cache_config(model.config(), n_ctx_, chunk_, params.kv_type, 2 * chunk_);
   for (int64_t i = 0; i < params.parallel; ++i) slots_.push_back(std::make_unique<Slot>(config));
   chunk_ = std::min(chunk_, slots_.front()->cache.max_chunk());
+  if (drafter_ || lookup_) {
+    SQZ_CHECK(params.max_drafts >= 1, "serve: at least one draft token per step");
+    max_drafts_ = std::min(params.max_drafts, slots_.front()->cache.max_chunk() - 1);
+    if (drafter_) {
+      max_drafts_ = std::min(max_drafts_, drafter_->config().block_size - 1);
+      tap_layers_ = drafter_->config().target_layers;
+    }
+    for (auto& s : slots_) {
+      if (drafter_) s->source = std::make_unique<model::DFlashSource>(*drafter_, &pool_);
+      else s->source = std::make_unique<model::PromptLookupSource>(max_drafts_);
+      s->controller.emplace(max_drafts_, adaptive_drafts_);
+    }
+  }
   const text::Tokenizer& tok = model.tokenizer();
   for (int32_t id = 0; id < tok.n_vocab(); ++id)
     if (tok.token_type(id) == text::TokenType::unused) banned_.push_back(id);
@@ -134,6 +157,7 @@ void Engine::assign(Job job) {
   } else {
     s.cache.clear();
   }
+  if (s.source) s.source->truncate(best_reuse);  // a trimmed DFlash context restarts there
   s.ids.resize(static_cast<size_t>(best_reuse));
   s.prefill_pos = best_reuse;
   s.cached = best_reuse;
@@ -173,6 +197,7 @@ void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
   if (reason == FinishReason::error) {  // whatever the cache holds is suspect
     s.cache.clear();
     s.ids.clear();
+    if (s.source) s.source->truncate(0);
   }
   std::lock_guard lock(mu_);
   --stats_.slots_busy;
@@ -242,6 +267,30 @@ void Engine::sample_next(Slot& s, std::span<float> masked) {
   s.pending = next;
 }
 
+void Engine::accept_drafts(Slot& s, float* rows, int64_t pos0, const float* taps) {
+  const int64_t V = model_.config().n_vocab, drafts = static_cast<int64_t>(s.verify.size()) - 1;
+  int64_t kept = 1;  // verify[0] (the pending token) always stays
+  s.ids.push_back(s.verify[0]);
+  s.pending = -1;
+  for (int64_t i = 0; i <= drafts; ++i) {
+    sample_next(s, std::span<float>(rows + i * V, static_cast<size_t>(V)));
+    if (!s.busy() || i == drafts || s.pending != s.verify[static_cast<size_t>(i + 1)]) break;
+    s.ids.push_back(s.pending);  // the draft the target picked itself: already in the cache
+    s.pending = -1;
+    ++kept;
+  }
+  s.cache.truncate(pos0 + kept);
+  if (drafts > 0) {
+    s.controller->record_verify(drafts, kept - 1, s.draft_seconds);
+    std::lock_guard lock(mu_);
+    ++stats_.spec_verify_steps;
+    stats_.spec_drafted += drafts;
+    stats_.spec_accepted += kept - 1;
+  }
+  // the source follows ids even when the request ended here (the next one may reuse the prefix)
+  s.source->commit(std::span<const int32_t>(s.verify.data(), static_cast<size_t>(kept)), taps);
+}
+
 void Engine::loop() {
   const int64_t V = model_.config().n_vocab;
   for (;;) {
@@ -284,7 +333,23 @@ void Engine::loop() {
     std::vector<Slot*> who;
     for (auto& s : slots_)
       if (s->busy() && !s->prefilling() && s->pending >= 0) {
-        chunks.push_back({.cache = &s->cache, .tokens = &s->pending, .n = 1});
+        if (!s->source) {
+          chunks.push_back({.cache = &s->cache, .tokens = &s->pending, .n = 1});
+        } else {  // [pending, drafts…]: drafts only while they fit what is left to generate
+          const int64_t left = s->job->req.max_tokens - s->checker->n_tokens();
+          const int64_t room = std::min(left - 1, n_ctx_ - s->cache.size() - 2);
+          const int64_t k = s->controller->choose(room);
+          s->verify.assign(1, s->pending);
+          s->draft_seconds = 0;
+          if (k > 0) {
+            const auto t0 = Clock::now();
+            const auto drafts = s->source->propose(s->pending, k);
+            s->draft_seconds = seconds_between(t0, Clock::now());
+            s->verify.insert(s->verify.end(), drafts.begin(), drafts.end());
+          }
+          const auto n = static_cast<int64_t>(s->verify.size());
+          chunks.push_back({.cache = &s->cache, .tokens = s->verify.data(), .n = n, .all_logits = n > 1});
+        }
         who.push_back(s.get());
       }
     std::vector<Slot*> prefills;
@@ -305,8 +370,16 @@ void Engine::loop() {
       continue;
     }
     logits_.resize(static_cast<size_t>(model::logit_rows(chunks) * V));
+    int64_t step_rows = 0;
+    std::vector<int64_t> pos0(chunks.size());
+    for (size_t i = 0; i < chunks.size(); ++i) pos0[i] = chunks[i].cache->size(), step_rows += chunks[i].n;
+    const bool tapping = !tap_layers_.empty();
+    if (tapping) taps_.resize(static_cast<size_t>(step_rows * static_cast<int64_t>(tap_layers_.size()) * model_.config().n_embd));
+    const auto t_step = Clock::now();
     try {
-      model::forward_step(model_, pool_, scratch_, chunks, logits_.data(), {.batch_invariant = true});
+      model::forward_step(model_, pool_, scratch_, chunks, logits_.data(),
+                          {.batch_invariant = true, .tap_layers = tapping ? &tap_layers_ : nullptr,
+                           .taps = tapping ? taps_.data() : nullptr});
     } catch (const std::exception& e) {
       for (Slot* s : who) finish(*s, FinishReason::error, e.what());
       cv_.notify_all();
@@ -319,13 +392,26 @@ void Engine::loop() {
       for (auto& s : slots_) kv += s->cache.memory().bytes_held;
       stats_.kv_bytes_held = kv;
     }
+    const double step_s = seconds_between(t_step, Clock::now());
+    const int64_t tap_width = static_cast<int64_t>(tap_layers_.size()) * model_.config().n_embd;
+    size_t logit_row = 0;
+    int64_t step_row = 0;
     for (size_t i = 0; i < who.size(); ++i) {
       Slot& s = *who[i];
-      const std::span<float> row(logits_.data() + i * static_cast<size_t>(V), static_cast<size_t>(V));
+      float* rows = logits_.data() + logit_row * static_cast<size_t>(V);
+      logit_row += static_cast<size_t>(chunks[i].all_logits ? chunks[i].n : 1);
+      const float* taps = tapping ? taps_.data() + step_row * tap_width : nullptr;
+      step_row += chunks[i].n;
+      const std::span<float> row(rows, static_cast<size_t>(V));
       if (s.prefilling()) {
         s.ids.insert(s.ids.end(), chunks[i].tokens, chunks[i].tokens + chunks[i].n);
+        if (s.source) s.source->commit(std::span<const int32_t>(chunks[i].tokens, static_cast<size_t>(chunks[i].n)), taps);
         s.prefill_pos += chunks[i].n;
         if (s.prefilling()) continue;  // more prompt to run
+      } else if (s.source) {
+        s.controller->record_step(chunks[i].n, step_s);
+        accept_drafts(s, rows, pos0[i], taps);
+        continue;
       } else {
         s.ids.push_back(s.pending);
         s.pending = -1;

@@ -34,7 +34,9 @@
 #include <thread>
 #include <vector>
 
+#include "model/drafter.h"
 #include "model/forward.h"
+#include "model/speculative.h"
 #include "model/model.h"
 #include "text/sampler.h"
 
@@ -96,6 +98,12 @@ struct EngineParams {
   int64_t max_queue = 256;   // requests waiting for a slot; more are refused
   model::KvType kv_type = model::KvType::F16;
   ThreadPool* pool = nullptr;  // null: default_thread_pool()
+  // Speculative decoding per slot (model/speculative.h): a DFlash drafter for the model, or
+  // prompt lookup; drafts ride in the slot's chunk of the step and are verified there.
+  const model::Drafter* drafter = nullptr;
+  bool lookup = false;
+  int64_t max_drafts = 15;
+  bool adaptive_drafts = true;
 };
 
 // A consistent copy of the engine's counters (for /metrics).
@@ -107,6 +115,7 @@ struct EngineStats {
   double ttft_sum_s = 0, inter_token_sum_s = 0;
   int64_t ttft_count = 0, inter_token_count = 0;
   size_t kv_bytes_held = 0;
+  int64_t spec_verify_steps = 0, spec_drafted = 0, spec_accepted = 0;  // speculative decoding
 };
 
 class Engine {
@@ -139,6 +148,9 @@ class Engine {
   void finish(Slot& s, FinishReason reason, const std::string& error = {});
   // Samples from the slot's row of the step's logits (masked in place) and streams the text.
   void sample_next(Slot& s, std::span<float> masked);
+  // After a step that verified drafts for a decoding slot: walks the rows as sample_next,
+  // keeping drafts while they are what it samples, then rolls the cache back.
+  void accept_drafts(Slot& s, float* rows, int64_t pos0, const float* taps);
 
   const model::Model& model_;
   ThreadPool& pool_;
@@ -147,6 +159,12 @@ class Engine {
   std::vector<std::unique_ptr<Slot>> slots_;
   model::ForwardScratch scratch_;
   std::vector<float> logits_;
+  const model::Drafter* drafter_;
+  bool lookup_;
+  int64_t max_drafts_ = 0;            // 0: no speculative decoding
+  bool adaptive_drafts_;
+  std::vector<int64_t> tap_layers_;   // the drafter's
+  std::vector<float> taps_;           // the step's tapped rows
   std::vector<int32_t> banned_;        // tokens of type `unused`: never sampled
 
   mutable std::mutex mu_;              // guards queue_, stop_, draining_, stats_

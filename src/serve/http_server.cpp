@@ -51,6 +51,7 @@ bool keys_equal(const std::string& a, const std::string& b) {
 // The loaded model and everything built from it; published once loading has finished.
 struct Loaded {
   std::unique_ptr<model::Model> model;
+  std::unique_ptr<model::Drafter> drafter;  // before the engine, which uses it
   std::optional<ChatFormat> chat;
   std::unique_ptr<Engine> engine;
   ApiContext ctx;
@@ -92,6 +93,9 @@ std::string engine_metrics(const EngineStats& s) {
   metric("squeeze_generated_tokens_total", "counter", "Tokens sampled.", s.generated_tokens);
   metric("squeeze_steps_total", "counter", "Forward steps run.", s.steps);
   metric("squeeze_kv_cache_bytes", "gauge", "K/V storage held by all slots.", s.kv_bytes_held);
+  metric("squeeze_spec_verify_steps_total", "counter", "Slot steps that verified drafts (speculative decoding).", s.spec_verify_steps);
+  metric("squeeze_spec_draft_tokens_total", "counter", "Draft tokens verified.", s.spec_drafted);
+  metric("squeeze_spec_accepted_tokens_total", "counter", "Draft tokens kept (the target picked them itself).", s.spec_accepted);
   o << "# HELP squeeze_time_to_first_token_seconds From queueing to the first token.\n"
     << "# TYPE squeeze_time_to_first_token_seconds summary\n"
     << "squeeze_time_to_first_token_seconds_sum " << s.ttft_sum_s << "\n"
@@ -323,8 +327,16 @@ void Server::load() {
   l->model = model::Model::load(p_.model_path);
   if (l->model->file().metadata().find("tokenizer.chat_template")) l->chat.emplace(*l->model);
   const model::ModelConfig& c = l->model->config();
+  if (!p_.draft_path.empty()) {
+    l->drafter = model::Drafter::load(p_.draft_path, *l->model);
+    SQZ_CHECK(p_.draft_block <= l->drafter->config().block_size, "--draft-block ", p_.draft_block,
+              " exceeds the drafter's trained block size ", l->drafter->config().block_size);
+  }
+  const int64_t block = p_.draft_block ? p_.draft_block : l->drafter ? l->drafter->config().block_size : 16;
   l->engine = std::make_unique<Engine>(*l->model, EngineParams{.parallel = p_.parallel, .n_ctx = p_.n_ctx, .chunk = p_.chunk,
-                                                               .max_queue = p_.max_queue, .kv_type = p_.kv_type});
+                                                               .max_queue = p_.max_queue, .kv_type = p_.kv_type,
+                                                               .drafter = l->drafter.get(), .lookup = p_.lookup,
+                                                               .max_drafts = block - 1, .adaptive_drafts = !p_.draft_fixed});
   l->ctx.model = l->model.get();
   l->ctx.chat = l->chat ? &*l->chat : nullptr;
   l->ctx.model_id = model_id_for(p_);

@@ -31,6 +31,10 @@ struct ServerParams {
   std::string api_key;            // empty: no key required
   std::string reasoning_effort = "high";
   model::KvType kv_type = model::KvType::F16;
+  std::string draft_path;         // a DFlash drafter for the model (speculative decoding)
+  bool lookup = false;            // prompt-lookup speculative decoding
+  int64_t draft_block = 0;        // tokens per verification, the anchor included; 0: the source's
+  bool draft_fixed = false;       // always draft the whole block
 };
 
 // Binds, loads the model, serves until SIGTERM / SIGINT (then drains: running requests
