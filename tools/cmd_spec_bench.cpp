@@ -114,6 +114,37 @@ int run_spec_bench(int argc, char** argv) {
     }
   }
 
+  // verification cost: one forward of B tokens (batch-invariant, as the speculator runs it)
+  // after the first prompt, median of 7; B = 1 is a plain decode step
+  std::vector<int64_t> verify_blocks;
+  for (const std::string& b : split(args.get("--verify-blocks"))) verify_blocks.push_back(cli::parse_int("--verify-blocks", b, {1, 64}));
+  for (const Method& m : methods)
+    if (m.block) verify_blocks.push_back(m.block);
+  verify_blocks.push_back(1);
+  std::sort(verify_blocks.begin(), verify_blocks.end());
+  verify_blocks.erase(std::unique(verify_blocks.begin(), verify_blocks.end()), verify_blocks.end());
+  std::map<int64_t, double> verify_ms;
+  {
+    model::Session session(*target, {.n_ctx = n_ctx});
+    session.forward(prompts[0]);
+    const int64_t base = session.position();
+    std::mt19937 rng(1);
+    for (int64_t block : verify_blocks) {
+      std::vector<int32_t> toks(static_cast<size_t>(block));
+      for (auto& t : toks) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(tok.n_vocab()));
+      session.set_batch_invariant(block > 1);
+      std::vector<double> times;
+      for (int r = 0; r < 7; ++r) {
+        const auto t0 = Clock::now();
+        session.forward(toks, /*all_logits=*/block > 1);
+        times.push_back(seconds_since(t0));
+        session.truncate(base);
+      }
+      std::sort(times.begin(), times.end());
+      verify_ms[block] = times[3] * 1e3;
+    }
+  }
+
   for (const std::string& temp_text : split(args.get("--temps"))) {
     const double temp = cli::parse_real("--temps", temp_text, {.min = 0});
     std::vector<Tally> tally(methods.size());
@@ -155,14 +186,23 @@ int run_spec_bench(int argc, char** argv) {
       if (methods[mi].name == "lookup" && methods[mi].block == 0) lookup_tps = tally[mi].tokens / tally[mi].seconds;
     std::printf("\n### temperature %s: %zu prompts × %lld tokens\n\n", temp_text.c_str(), prompts.size(),
                 static_cast<long long>(n));
-    std::printf("| method | tokens/s | vs plain | vs lookup | τ | drafts kept | verify steps | plain steps | same output |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| method | tokens/s | vs plain | vs lookup | τ | modelled vs plain | drafts kept | verify steps | plain steps | same output |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t mi = 0; mi < methods.size(); ++mi) {
       const Tally& t = tally[mi];
       const double tps = static_cast<double>(t.tokens) / t.seconds;
-      std::printf("| %s | %.1f | %.2f× | %s | %s | %s | %lld | %lld | %lld/%lld |\n", methods[mi].label().c_str(), tps,
+      // the verify-cost model at a fixed block: τ one-token steps' worth of tokens for one
+      // verification of B tokens plus the drafting, per step
+      std::string modelled;
+      if (methods[mi].block && t.stats.verify_steps > 0) {
+        const double draft_ms = 1e3 * t.stats.draft_seconds / static_cast<double>(t.stats.verify_steps);
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2f×", t.stats.tau() * verify_ms[1] / (verify_ms[methods[mi].block] + draft_ms));
+        modelled = buf;
+      }
+      std::printf("| %s | %.1f | %.2f× | %s | %s | %s | %s | %lld | %lld | %lld/%lld |\n", methods[mi].label().c_str(), tps,
                   tps / plain_tps, lookup_tps > 0 ? (std::to_string(tps / lookup_tps).substr(0, 4) + "×").c_str() : "",
-                  mi ? std::to_string(t.stats.tau()).substr(0, 4).c_str() : "",
+                  mi ? std::to_string(t.stats.tau()).substr(0, 4).c_str() : "", modelled.c_str(),
                   mi ? (std::to_string(t.stats.accepted) + "/" + std::to_string(t.stats.drafted)).c_str() : "",
                   static_cast<long long>(t.stats.verify_steps), static_cast<long long>(t.stats.steps - t.stats.verify_steps),
                   static_cast<long long>(t.identical), static_cast<long long>(t.runs));
@@ -177,45 +217,10 @@ int run_spec_bench(int argc, char** argv) {
     }
   }
 
-  // verification cost: one forward of B tokens (batch-invariant, as the speculator runs it)
-  // after the first prompt, against one token; median of 7
-  std::printf("\n### verification cost (after a %zu-token prompt; median of 7)\n\n| B | ms | × one-token step |\n|---|---|---|\n",
-              prompts[0].size());
-  model::Session session(*target, {.n_ctx = n_ctx});
-  session.forward(prompts[0]);
-  const int64_t base = session.position();
-  session.set_batch_invariant(true);
-  std::mt19937 rng(1);
-  double one = 0;
-  for (const std::string& b : split(args.get("--verify-blocks"))) {
-    const int64_t block = cli::parse_int("--verify-blocks", b, {1, 64});
-    std::vector<int32_t> toks(static_cast<size_t>(block));
-    for (auto& t : toks) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(tok.n_vocab()));
-    std::vector<double> times;
-    for (int r = 0; r < 7; ++r) {
-      const auto t0 = Clock::now();
-      session.forward(toks, /*all_logits=*/true);
-      times.push_back(seconds_since(t0));
-      session.truncate(base);
-    }
-    std::sort(times.begin(), times.end());
-    const double ms = times[3] * 1e3;
-    if (one == 0) one = ms;
-    std::printf("| %lld | %.2f | %.2f |\n", static_cast<long long>(block), ms, ms / one);
-  }
-  {
-    session.set_batch_invariant(false);
-    std::vector<double> times;
-    const int32_t t1 = 100;
-    for (int r = 0; r < 15; ++r) {
-      const auto t0 = Clock::now();
-      session.forward(std::span<const int32_t>(&t1, 1));
-      times.push_back(seconds_since(t0));
-      session.truncate(base);
-    }
-    std::sort(times.begin(), times.end());
-    std::printf("(one plain decode step: %.2f ms)\n", times[7] * 1e3);
-  }
+  std::printf("\n### verification cost (after a %zu-token prompt; median of 7; B = 1 is a plain decode step)\n\n"
+              "| B | ms | × one-token step |\n|---|---|---|\n", prompts[0].size());
+  for (const auto& [block, ms] : verify_ms)
+    std::printf("| %lld | %.2f | %.2f |\n", static_cast<long long>(block), ms, ms / verify_ms[1]);
   return 0;
 }
 
