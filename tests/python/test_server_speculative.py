@@ -15,8 +15,7 @@ from serve_util import Server
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SQ = os.environ.get("SQUEEZE_BIN", str(ROOT / "build/release/tools/squeeze"))
 STUDENT = ROOT / "models/muse-glimmer-kjv.f16.gguf"
-QUESTIONS = ["Who begat Enos?", "What did the LORD say unto Moses?", "Where is the land of Nod?",
-             "Who was the son of Jesse?", "Tell me of the ark.", "Why did Cain slay Abel?"]
+QUESTIONS = ["Who begat Enos?", "What did the LORD say unto Moses?", "Tell me of the ark.", "Why did Cain slay Abel?"]
 
 
 def answers(server, **kw):
@@ -25,7 +24,7 @@ def answers(server, **kw):
 
     def ask(q):
         r = client.chat.completions.create(model=STUDENT.name, messages=[{"role": "user", "content": q}],
-                                           max_tokens=48, **kw)
+                                           max_tokens=40, **kw)
         return r.choices[0].message.content
 
     alone = [ask(q) for q in QUESTIONS]
