@@ -51,6 +51,8 @@ int run_train_drafter(int argc, char** argv) {
       .option({"--checkpoint"}, "FILE", "checkpoint file (written every --checkpoint-every steps and at the end)")
       .int_option({"--checkpoint-every"}, "N", "steps between checkpoints", {0, 1 << 30}, "200")
       .option({"--resume"}, "FILE", "resume from this checkpoint (same --steps)")
+      .int_option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)", {0, 1 << 30}, "0")
+      .flag({"--no-progress"}, "no progress bar")
       .option({"--loss-csv"}, "FILE", "step, loss, lr, validation loss and tau, seconds")
       .option({"--plot"}, "FILE", "the loss curve as a PNG")
       .option({"--type"}, "TYPE", "matrix type of --out: F32, F16, BF16 or Q8_0", "F32")
@@ -114,7 +116,8 @@ int run_train_drafter(int argc, char** argv) {
                                .min_lr = static_cast<float>(args.get_double("--lr") / 10),
                                .seed = static_cast<uint64_t>(args.get_int("--seed")), .val_every = args.get_int("--val-every"),
                                .checkpoint_every = args.has("--checkpoint") ? args.get_int("--checkpoint-every") : 0,
-                               .checkpoint_path = args.get("--checkpoint"), .resume_path = args.get("--resume")};
+                               .checkpoint_path = args.get("--checkpoint"), .resume_path = args.get("--resume"),
+                               .stop_after = args.get_int("--stop-after"), .progress = !args.has("--no-progress")};
   train::DraftTrainer trainer(drafter, *target, train_files, val_files, opt);
   if (args.has("--resume")) trainer.load_checkpoint(args.get("--resume"));
   std::fprintf(stderr, "drafter: %lld layers, %.1fM parameters, taps %s, block %lld, window %lld, mask %lld; %zu training / %zu validation sequences\n",

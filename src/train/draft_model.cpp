@@ -2,6 +2,7 @@
 #include "train/draft_model.h"
 
 #include <cmath>
+#include <deque>
 #include <random>
 
 #include "core/error.h"
@@ -134,12 +135,13 @@ void DraftTrainModel::export_gguf(const std::string& path, const std::string& na
   gguf::Writer w(path, {.replaces = replaces});
   model::write_draft_config(w.metadata(), config_);
   w.metadata().set("general.name", gguf::Value::string(name));
+  std::deque<std::vector<uint8_t>> bytes;  // the writer reads them at finish()
   for (const Parameter& p : params_) {
     const std::vector<int64_t> dims = p.is_norm() ? std::vector<int64_t>{p.cols} : std::vector<int64_t>{p.cols, p.rows};
     gguf::GgmlType t = p.is_norm() ? gguf::GgmlType::F32 : type;
     if (p.cols % gguf::ggml_type_info(t).block_size != 0) t = gguf::GgmlType::F32;
-    w.add_tensor({.name = p.name, .type = t, .dims = dims},
-                 quant::quantize_tensor({.type = t, .src = p.value.data(), .rows = p.rows, .cols = p.cols}));
+    bytes.push_back(quant::quantize_tensor({.type = t, .src = p.value.data(), .rows = p.rows, .cols = p.cols}));
+    w.add_tensor({.name = p.name, .type = t, .dims = dims}, bytes.back());
   }
   w.finish();
 }

@@ -97,9 +97,10 @@ void DraftTrainer::run() {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t E = model_.config().n_embd, V = target_.config().n_vocab;
   std::unique_ptr<Progress> bar;
-  if (opt_.progress) bar = std::make_unique<Progress>("train-drafter", opt_.steps - step_);
+  const int64_t end = opt_.stop_after > 0 ? std::min(opt_.stop_after, opt_.steps) : opt_.steps;
+  if (opt_.progress) bar = std::make_unique<Progress>("train-drafter", std::max<int64_t>(0, end - step_));
   const ScheduleParams sched{.lr = opt_.lr, .min_lr = opt_.min_lr, .warmup = opt_.warmup, .total = opt_.steps};
-  while (step_ < opt_.steps) {
+  while (step_ < end) {
     const std::string& file = train_files_[static_cast<size_t>(next_random() % train_files_.size())];
     const DraftSample s = read_draft_sample(file, model_.config().n_taps() * E);
     std::vector<int64_t> anchors = sample_anchors(s, opt_.anchors);
@@ -116,7 +117,7 @@ void DraftTrainer::run() {
     adamw_.step(model_.params(), lr);
     ++step_;
     DraftStepRecord rec{.step = step_, .loss = t.value(loss)[0], .lr = lr};
-    const bool last = step_ == opt_.steps;
+    const bool last = step_ == end;
     if (!val_files_.empty() && ((opt_.val_every > 0 && step_ % opt_.val_every == 0) || last)) {
       const auto [vl, tau] = validate();
       rec.val_loss = vl, rec.val_tau = tau;

@@ -32,6 +32,7 @@ struct DraftTrainOptions {
   int64_t val_anchors = 24;    // per validation sequence
   int64_t checkpoint_every = 0;
   std::string checkpoint_path, resume_path;
+  int64_t stop_after = 0;      // > 0: stop after this step (checkpointed), to be resumed
   bool progress = true;
 };
 
