@@ -80,6 +80,13 @@ int run_train_drafter(int argc, char** argv) {
                                                            mask, args.get_int("--window")),
                                static_cast<uint64_t>(args.get_int("--seed")));
   drafter.config().check_target(target->config());
+  if (!args.has("--init")) {
+    // the final norm feeds the target's head, as the target's own final norm does: start
+    // from its scale rather than 1 (SmolLM2's is 1.8 on average)
+    const auto& norm = target->weights().output_norm;
+    for (auto& p : drafter.params())
+      if (p.name == "output_norm.weight") p.value.assign(norm.begin(), norm.end());
+  }
 
   // prompts → token ids
   std::vector<std::vector<int32_t>> prompts;

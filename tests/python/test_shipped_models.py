@@ -16,6 +16,7 @@ SQ = os.environ.get("SQUEEZE_BIN", str(ROOT / "build/release/tools/squeeze"))
 DATA = pathlib.Path(os.environ.get("SQUEEZE_DATA", ROOT / "build/data/kjv"))
 STUDENT = ROOT / "models/muse-glimmer-kjv.f16.gguf"
 TEACHER = ROOT / "models/kjv-teacher.q8_0.gguf"
+DRAFTER = ROOT / "models/muse-glimmer-kjv-dflash.f16.gguf"
 
 
 def run(*args):
@@ -50,7 +51,11 @@ def test_shapes_and_sizes():
     assert s["muse-glimmer.logit_scale"] == pytest.approx(1.0) and s["muse-glimmer.final_logit_softcapping"] == 20.0
     # untied head and attention gates: 7.1M against the teacher's 15.5M
     assert 0.25 <= s_params / t_params <= 0.5
-    assert STUDENT.stat().st_size + TEACHER.stat().st_size < 40 * 2**20
+    assert STUDENT.stat().st_size + TEACHER.stat().st_size + DRAFTER.stat().st_size < 40 * 2**20
+    d, d_params = meta(DRAFTER)
+    assert d["general.architecture"] == "dflash" and d["dflash.embedding_length"] == s["muse-glimmer.embedding_length"]
+    assert d["dflash.target_layers"] == [2, 6]  # layers 1 and 5 (stored + 1): the default taps of 8 layers, 2 drafts
+    assert d_params < s_params / 4
 
 
 def test_student_carries_muse_glimmer_specials_and_template():
@@ -146,3 +151,24 @@ def test_choice_tasks_beat_chance_by_far(tmp_path):
     # they share is checked against an independent argmax in tests/eval.
     assert got["task_next_word"] >= 0.5, got
     assert 0 <= got["task_verse_ending"] <= 1, got
+
+
+def test_drafter_is_lossless_and_keeps_its_acceptance():
+    """The shipped DFlash drafter drafts for the student: output equal to plain decoding, and
+    the mean accepted length on held-out verse openings as recorded (greedy, fixed blocks;
+    deterministic up to the kernel table's rounding)."""
+    expected = json.loads((ROOT / "models/expected-eval.json").read_text())["muse-glimmer-kjv-dflash"]
+    p = "And it came to pass after these things"
+    plain = run("generate", "-m", STUDENT, "-p", p, "-n", 48, "--temp", 0, "--ignore-eos")
+    spec = run("generate", "-m", STUDENT, "-p", p, "-n", 48, "--temp", 0, "--ignore-eos", "--draft", DRAFTER)
+    assert spec == plain
+    out = run("spec-bench", "-m", STUDENT, "--draft", DRAFTER, "--prompts", ROOT / "bench/prompts/kjv-verses.txt",
+              "-n", 96, "--fixed-blocks", "3,16", "--ctx", 256, "--temps", 0, "--verify-blocks", 1)
+    tau = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 4 and cells[0] in ("dflash B=3", "dflash B=16"):
+            tau[cells[0]] = float(cells[4])
+            assert cells[-1] == "16/16"  # every output equal to plain decoding's
+    assert tau["dflash B=16"] == pytest.approx(expected["tau_block16_greedy"], abs=0.3)
+    assert tau["dflash B=3"] == pytest.approx(expected["tau_block3_greedy"], abs=0.15)
