@@ -88,7 +88,6 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
       const int32_t y = sampler.sample(allowed(rows.subspan(i * V, V)));
       if (i == drafts.size() || y != drafts[i]) {  // the target's own token: sampled, not yet run
         next_sampled = y;
-        logits = rows.subspan(i * V, V);
         break;
       }
       if (r.generated >= params.n_predict) {
