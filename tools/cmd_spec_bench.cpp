@@ -14,16 +14,15 @@
 #include <sstream>
 
 #include "args.h"
-#include "chat_conversation.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "generation.h"
+#include "prompt_file.h"
 #include "model/drafter.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "model/speculative.h"
-#include "serve/chat_format.h"
 
 namespace {
 
@@ -82,25 +81,7 @@ int run_spec_bench(int argc, char** argv) {
   std::unique_ptr<model::Drafter> drafter;
   if (args.has("--draft")) drafter = model::Drafter::load(args.get("--draft"), *target);
   const auto& tok = target->tokenizer();
-  std::optional<serve::ChatFormat> format;
-  if (args.has("--chat")) format.emplace(*target);
-
-  std::vector<std::vector<int32_t>> prompts;
-  {
-    std::ifstream in(args.get("--prompts"));
-    SQZ_CHECK(in.good(), args.get("--prompts"), ": cannot open");
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty()) continue;
-      if (format) {
-        cli::Conversation c;
-        c.add("user", line);
-        prompts.push_back(format->encode(c.to_json(), true));
-      } else {
-        prompts.push_back(tok.encode(line));
-      }
-    }
-  }
-  SQZ_CHECK(!prompts.empty(), args.get("--prompts"), ": no prompts");
+  const auto prompts = cli::read_prompt_file(args.get("--prompts"), *target, args.has("--chat"));
   const int64_t n = args.get_int("-n"), n_ctx = args.get_int("--ctx");
 
   std::vector<Method> methods = {{"plain", 0}, {"lookup", 0}};

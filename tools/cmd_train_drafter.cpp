@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "args.h"
-#include "chat_conversation.h"
+#include "prompt_file.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -88,24 +88,9 @@ int run_train_drafter(int argc, char** argv) {
       if (p.name == "output_norm.weight") p.value.assign(norm.begin(), norm.end());
   }
 
-  // prompts → token ids
-  std::vector<std::vector<int32_t>> prompts;
-  std::optional<serve::ChatFormat> format;
+  const auto prompts = cli::read_prompt_file(args.get("--prompts"), *target, args.has("--chat"));
+  std::optional<serve::ChatFormat> format;  // its end-of-turn tokens end the continuations
   if (args.has("--chat")) format.emplace(*target);
-  {
-    std::ifstream in(args.get("--prompts"));
-    SQZ_CHECK(in.good(), args.get("--prompts"), ": cannot open");
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty()) continue;
-      if (format) {
-        cli::Conversation c;
-        c.add("user", line);
-        prompts.push_back(format->encode(c.to_json(), true));
-      } else {
-        prompts.push_back(target->tokenizer().encode(line));
-      }
-    }
-  }
   const int64_t n_val = args.get_int("--val");
   SQZ_CHECK(static_cast<int64_t>(prompts.size()) > n_val, args.get("--prompts"), ": ", prompts.size(),
             " prompts, need more than the ", n_val, " held out");

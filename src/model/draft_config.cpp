@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/dflash_taps.h"
+#include "model/gguf_config.h"
 
 namespace squeeze::model {
 
@@ -143,14 +144,7 @@ DraftConfig draft_config_from_gguf(const gguf::File& file) {
   } catch (const Error& e) {
     throw e.with_context(file.path());
   }
-  for (const TensorShape& want : c.weight_tensors()) {
-    const gguf::TensorInfo* t = file.find_tensor(want.name);
-    if (t == nullptr) fail(file.path(), ": tensor '", want.name, "' is missing (a dflash drafter needs it)");
-    const int64_t ne1 = t->n_dims >= 2 ? t->ne[1] : 1;
-    if (t->ne[0] != want.ne0 || ne1 != want.ne1 || t->n_dims > 2)
-      fail(file.path(), ": tensor '", want.name, "' has shape ", t->shape_string(), ", the config needs [", want.ne0,
-           (want.ne1 > 1 ? ", " + std::to_string(want.ne1) : std::string()), "]");
-  }
+  check_tensor_shapes(file, c.weight_tensors(), "a dflash drafter");
   return c;
 }
 

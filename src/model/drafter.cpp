@@ -16,41 +16,27 @@ namespace {
 
 using kernels::cpu::ops;
 
-quant::QMatrix matrix(const gguf::File& f, const std::string& name) {
-  const gguf::TensorInfo& t = f.tensor(name);
-  if (!quant::is_supported(t.type))
-    fail(f.path(), ": tensor '", name, "' has type ", t.type_info().name, ", which squeeze cannot compute with");
-  return {.type = t.type, .data = t.data.data(), .rows = t.n_rows(), .cols = t.row_length()};
-}
-
-std::vector<float> vector_f32(const gguf::File& f, const std::string& name) {
-  const quant::QMatrix m = matrix(f, name);
-  std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
-  for (int64_t r = 0; r < m.rows; ++r) dequantize_row(m, r, out.data() + r * m.cols);
-  return out;
-}
-
 DraftWeights bind_draft_weights(const gguf::File& f, const DraftConfig& c) {
   DraftWeights w;
-  w.fc = matrix(f, "fc.weight");
-  w.hidden_norm = vector_f32(f, "enc.output_norm.weight");
+  w.fc = bind_matrix(f, "fc.weight");
+  w.hidden_norm = read_f32(f, "enc.output_norm.weight");
   w.layers.resize(static_cast<size_t>(c.n_layer));
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     DraftLayerWeights& l = w.layers[static_cast<size_t>(i)];
-    l.attn_norm = vector_f32(f, b + "attn_norm.weight");
-    l.wq = matrix(f, b + "attn_q.weight");
-    l.wk = matrix(f, b + "attn_k.weight");
-    l.wv = matrix(f, b + "attn_v.weight");
-    l.q_norm = vector_f32(f, b + "attn_q_norm.weight");
-    l.k_norm = vector_f32(f, b + "attn_k_norm.weight");
-    l.wo = matrix(f, b + "attn_output.weight");
-    l.ffn_norm = vector_f32(f, b + "ffn_norm.weight");
-    l.w_gate = matrix(f, b + "ffn_gate.weight");
-    l.w_up = matrix(f, b + "ffn_up.weight");
-    l.w_down = matrix(f, b + "ffn_down.weight");
+    l.attn_norm = read_f32(f, b + "attn_norm.weight");
+    l.wq = bind_matrix(f, b + "attn_q.weight");
+    l.wk = bind_matrix(f, b + "attn_k.weight");
+    l.wv = bind_matrix(f, b + "attn_v.weight");
+    l.q_norm = read_f32(f, b + "attn_q_norm.weight");
+    l.k_norm = read_f32(f, b + "attn_k_norm.weight");
+    l.wo = bind_matrix(f, b + "attn_output.weight");
+    l.ffn_norm = read_f32(f, b + "ffn_norm.weight");
+    l.w_gate = bind_matrix(f, b + "ffn_gate.weight");
+    l.w_up = bind_matrix(f, b + "ffn_up.weight");
+    l.w_down = bind_matrix(f, b + "ffn_down.weight");
   }
-  w.output_norm = vector_f32(f, "output_norm.weight");
+  w.output_norm = read_f32(f, "output_norm.weight");
   return w;
 }
 

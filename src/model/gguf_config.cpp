@@ -110,15 +110,19 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   }
 
   // Every tensor the architecture needs, with the shape it implies.
-  for (const TensorShape& want : weight_tensors(c)) {
-    const gguf::TensorInfo* t = file.find_tensor(want.name);
-    if (t == nullptr) fail(file.path(), ": tensor '", want.name, "' is missing (", a, " needs it)");
-    const int64_t ne1 = t->n_dims >= 2 ? t->ne[1] : 1;
-    if (t->ne[0] != want.ne0 || ne1 != want.ne1 || t->n_dims > 2)
-      fail(file.path(), ": tensor '", want.name, "' has shape ", t->shape_string(), ", the config needs [",
-           want.ne0, (want.ne1 > 1 ? ", " + std::to_string(want.ne1) : std::string()), "]");
-  }
+  check_tensor_shapes(file, weight_tensors(c), a);
   return c;
+}
+
+void check_tensor_shapes(const gguf::File& file, const std::vector<TensorShape>& want, const std::string& who) {
+  for (const TensorShape& w : want) {
+    const gguf::TensorInfo* t = file.find_tensor(w.name);
+    if (t == nullptr) fail(file.path(), ": tensor '", w.name, "' is missing (", who, " needs it)");
+    const int64_t ne1 = t->n_dims >= 2 ? t->ne[1] : 1;
+    if (t->ne[0] != w.ne0 || ne1 != w.ne1 || t->n_dims > 2)
+      fail(file.path(), ": tensor '", w.name, "' has shape ", t->shape_string(), ", the config needs [", w.ne0,
+           (w.ne1 > 1 ? ", " + std::to_string(w.ne1) : std::string()), "]");
+  }
 }
 
 void write_config(gguf::Metadata& m, const ModelConfig& c) {

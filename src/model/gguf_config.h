@@ -21,6 +21,9 @@ namespace squeeze::model {
 // Reads the architecture and validates it against the file's tensors' shapes; errors
 // name the key or the tensor ("m.gguf: metadata key 'llama.block_count' is missing").
 ModelConfig config_from_gguf(const gguf::File& file);
+// Throws naming the file and tensor when one of `want` is missing or has another shape
+// (`who`: what needs it, for the message).
+void check_tensor_shapes(const gguf::File& file, const std::vector<TensorShape>& want, const std::string& who);
 // Writes `c` as metadata (general.architecture and the prefixed keys).
 void write_config(gguf::Metadata& m, const ModelConfig& c);
 

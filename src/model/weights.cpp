@@ -11,20 +11,6 @@ namespace squeeze::model {
 
 namespace {
 
-quant::QMatrix matrix(const gguf::File& f, const std::string& name) {
-  const gguf::TensorInfo& t = f.tensor(name);
-  if (!quant::is_supported(t.type))
-    fail(f.path(), ": tensor '", name, "' has type ", t.type_info().name, ", which squeeze cannot compute with");
-  return {.type = t.type, .data = t.data.data(), .rows = t.n_rows(), .cols = t.row_length()};
-}
-
-std::vector<float> vector_f32(const gguf::File& f, const std::string& name) {
-  const quant::QMatrix m = matrix(f, name);
-  std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
-  for (int64_t r = 0; r < m.rows; ++r) dequantize_row(m, r, out.data() + r * m.cols);
-  return out;
-}
-
 // A matrix to repack for the active ISA's integer tile; `keep`: the embedding lookup still
 // reads the original rows.
 struct PackJob {
@@ -58,6 +44,20 @@ void pack_all(const gguf::File& f, std::span<const PackJob> jobs, std::vector<Al
 
 }  // namespace
 
+quant::QMatrix bind_matrix(const gguf::File& f, const std::string& name) {
+  const gguf::TensorInfo& t = f.tensor(name);
+  if (!quant::is_supported(t.type))
+    fail(f.path(), ": tensor '", name, "' has type ", t.type_info().name, ", which squeeze cannot compute with");
+  return {.type = t.type, .data = t.data.data(), .rows = t.n_rows(), .cols = t.row_length()};
+}
+
+std::vector<float> read_f32(const gguf::File& f, const std::string& name) {
+  const quant::QMatrix m = bind_matrix(f, name);
+  std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) dequantize_row(m, r, out.data() + r * m.cols);
+  return out;
+}
+
 void dequantize_row(const quant::QMatrix& m, int64_t row, float* out) {
   SQZ_CHECK(row >= 0 && row < m.rows, "row ", row, " out of range [0, ", m.rows, ")");
   const auto& tr = quant::traits(m.type);
@@ -67,31 +67,31 @@ void dequantize_row(const quant::QMatrix& m, int64_t row, float* out) {
 
 Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
   Weights w;
-  w.token_embd = matrix(f, "token_embd.weight");
+  w.token_embd = bind_matrix(f, "token_embd.weight");
   w.layers.resize(static_cast<size_t>(c.n_layer));
   const bool pre = c.norm_placement != NormPlacement::post, post = c.norm_placement != NormPlacement::pre;
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[static_cast<size_t>(i)];
-    if (pre) l.attn_norm = vector_f32(f, b + "attn_norm.weight");
-    l.wq = matrix(f, b + "attn_q.weight");
-    l.wk = matrix(f, b + "attn_k.weight");
-    l.wv = matrix(f, b + "attn_v.weight");
+    if (pre) l.attn_norm = read_f32(f, b + "attn_norm.weight");
+    l.wq = bind_matrix(f, b + "attn_q.weight");
+    l.wk = bind_matrix(f, b + "attn_k.weight");
+    l.wv = bind_matrix(f, b + "attn_v.weight");
     if (c.qk_norm) {
-      l.q_norm = vector_f32(f, b + "attn_q_norm.weight");
-      l.k_norm = vector_f32(f, b + "attn_k_norm.weight");
+      l.q_norm = read_f32(f, b + "attn_q_norm.weight");
+      l.k_norm = read_f32(f, b + "attn_k_norm.weight");
     }
-    if (c.attn_gate) l.attn_gate = matrix(f, b + "attn_gate.weight");
-    l.wo = matrix(f, b + "attn_output.weight");
-    if (post) l.post_attn_norm = vector_f32(f, b + "post_attention_norm.weight");
-    if (pre) l.ffn_norm = vector_f32(f, b + "ffn_norm.weight");
-    l.w_gate = matrix(f, b + "ffn_gate.weight");
-    l.w_up = matrix(f, b + "ffn_up.weight");
-    l.w_down = matrix(f, b + "ffn_down.weight");
-    if (post) l.post_ffn_norm = vector_f32(f, b + "post_ffw_norm.weight");
+    if (c.attn_gate) l.attn_gate = bind_matrix(f, b + "attn_gate.weight");
+    l.wo = bind_matrix(f, b + "attn_output.weight");
+    if (post) l.post_attn_norm = read_f32(f, b + "post_attention_norm.weight");
+    if (pre) l.ffn_norm = read_f32(f, b + "ffn_norm.weight");
+    l.w_gate = bind_matrix(f, b + "ffn_gate.weight");
+    l.w_up = bind_matrix(f, b + "ffn_up.weight");
+    l.w_down = bind_matrix(f, b + "ffn_down.weight");
+    if (post) l.post_ffn_norm = read_f32(f, b + "post_ffw_norm.weight");
   }
-  w.output_norm = vector_f32(f, "output_norm.weight");
-  w.output = c.tied_output ? w.token_embd : matrix(f, "output.weight");
+  w.output_norm = read_f32(f, "output_norm.weight");
+  w.output = c.tied_output ? w.token_embd : bind_matrix(f, "output.weight");
   std::vector<PackJob> jobs;
   const auto add = [&](quant::QMatrix& m, bool keep) {
     if (m.data && m.rows > 0 && quant::packs(m.type)) jobs.push_back({&m, keep});

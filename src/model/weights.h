@@ -45,6 +45,11 @@ struct Weights {
 // squeeze cannot compute with. The file must outlive the Weights.
 Weights bind_weights(const gguf::File& file, const ModelConfig& config);
 
+// One tensor of `file` bound as a matrix (no copy), or read as f32 values (norm vectors);
+// errors name the tensor whose type squeeze cannot compute with.
+quant::QMatrix bind_matrix(const gguf::File& file, const std::string& name);
+std::vector<float> read_f32(const gguf::File& file, const std::string& name);
+
 // Row `row` of a matrix as f32 (embedding lookup). out holds m.cols floats.
 void dequantize_row(const quant::QMatrix& m, int64_t row, float* out);
 

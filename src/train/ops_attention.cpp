@@ -7,25 +7,12 @@
 
 #include "kernels/cpu/ops.h"
 #include "train/ops.h"
+#include "train/ops_rows.h"
 
 namespace squeeze::train {
 
-namespace {
-
-// Head-sized dot and axpy: the AVX2 kernels for float (the scalar loops do not vectorise
-// their reductions), plain loops for the float64 gradient checks.
-float dot(const float* a, const float* b, int64_t n) { return kernels::cpu::ops().dot(a, b, n); }
-double dot(const double* a, const double* b, int64_t n) {
-  double s = 0;
-  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
-  return s;
-}
-void axpy(float alpha, const float* x, float* y, int64_t n) { kernels::cpu::ops().axpy(alpha, x, y, n); }
-void axpy(double alpha, const double* x, double* y, int64_t n) {
-  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
-}
-
-}  // namespace
+using detail::head_axpy;
+using detail::head_dot;
 
 template <typename T>
 Var attention(Tape<T>& t, Var q, Var k, Var v, const AttentionSpec& s) {
@@ -55,7 +42,7 @@ Var attention(Tape<T>& t, Var q, Var k, Var v, const AttentionSpec& s) {
         T mx = -INFINITY;
         for (int64_t j = lo(i); j <= i; ++j) {
           const T* kj = pk + (b * S + j) * KW + g * D;
-          p[j] = dot(qi, kj, D) * scale;
+          p[j] = head_dot(qi, kj, D) * scale;
           mx = std::max(mx, p[j]);
         }
         T sum = 0;
@@ -63,7 +50,7 @@ Var attention(Tape<T>& t, Var q, Var k, Var v, const AttentionSpec& s) {
         T* o = po + (b * S + i) * QW + h * D;
         for (int64_t j = lo(i); j <= i; ++j) {
           p[j] /= sum;
-          axpy(p[j], pv + (b * S + j) * KW + g * D, o, D);
+          head_axpy(p[j], pv + (b * S + j) * KW + g * D, o, D);
         }
       }
     }
@@ -86,7 +73,7 @@ Var attention(Tape<T>& t, Var q, Var k, Var v, const AttentionSpec& s) {
               // dp_j = dO_i · v_j; ds_j = p_j (dp_j − Σ_l p_l dp_l)
               T pdp = 0;
               for (int64_t j = lo(i); j <= i; ++j) {
-                const T dp = dot(doi, pv + (b * S + j) * KW + g * D, D);
+                const T dp = head_dot(doi, pv + (b * S + j) * KW + g * D, D);
                 ds[static_cast<size_t>(j)] = dp;
                 pdp += p[j] * dp;
               }
@@ -94,9 +81,9 @@ Var attention(Tape<T>& t, Var q, Var k, Var v, const AttentionSpec& s) {
               for (int64_t j = lo(i); j <= i; ++j) {
                 const T dsj = p[j] * (ds[static_cast<size_t>(j)] - pdp) * scale;
                 const size_t kr = static_cast<size_t>((b * S + j) * KW + g * D);
-                if (gq) axpy(dsj, pk + kr, gq + (b * S + i) * QW + h * D, D);
-                if (gk) axpy(dsj, qi, gk + kr, D);
-                if (gv) axpy(p[j], doi, gv + kr, D);
+                if (gq) head_axpy(dsj, pk + kr, gq + (b * S + i) * QW + h * D, D);
+                if (gk) head_axpy(dsj, qi, gk + kr, D);
+                if (gv) head_axpy(p[j], doi, gv + kr, D);
               }
             }
           }

@@ -11,20 +11,8 @@
 
 namespace squeeze::train {
 
-namespace {
-
-float dot(const float* a, const float* b, int64_t n) { return kernels::cpu::ops().dot(a, b, n); }
-double dot(const double* a, const double* b, int64_t n) {
-  double s = 0;
-  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
-  return s;
-}
-void axpy(float alpha, const float* x, float* y, int64_t n) { kernels::cpu::ops().axpy(alpha, x, y, n); }
-void axpy(double alpha, const double* x, double* y, int64_t n) {
-  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
-}
-
-}  // namespace
+using detail::head_axpy;
+using detail::head_dot;
 
 template <typename T>
 Var masked_attention(Tape<T>& t, Var q, Var k, Var v, const MaskedAttentionSpec& s,
@@ -69,7 +57,7 @@ Var masked_attention(Tape<T>& t, Var q, Var k, Var v, const MaskedAttentionSpec&
       T* p = probs->data() + h * total;
       T mx = -INFINITY;
       for (int64_t f = f0; f < f1; ++f) {
-        p[f] = dot(qi, pk + (*keys)[static_cast<size_t>(f)] * KW + g * D, D) * scale;
+        p[f] = head_dot(qi, pk + (*keys)[static_cast<size_t>(f)] * KW + g * D, D) * scale;
         mx = std::max(mx, p[f]);
       }
       T sum = 0;
@@ -77,7 +65,7 @@ Var masked_attention(Tape<T>& t, Var q, Var k, Var v, const MaskedAttentionSpec&
       T* o = po + i * QW + h * D;
       for (int64_t f = f0; f < f1; ++f) {
         p[f] /= sum;
-        axpy(p[f], pv + (*keys)[static_cast<size_t>(f)] * KW + g * D, o, D);
+        head_axpy(p[f], pv + (*keys)[static_cast<size_t>(f)] * KW + g * D, o, D);
       }
     }
   });
@@ -100,7 +88,7 @@ Var masked_attention(Tape<T>& t, Var q, Var k, Var v, const MaskedAttentionSpec&
               // dp_j = dO_i · v_j; ds_j = p_j (dp_j − Σ_l p_l dp_l)
               T pdp = 0;
               for (int64_t f = f0; f < f1; ++f) {
-                const T dp = dot(doi, pv + (*keys)[static_cast<size_t>(f)] * KW + g * D, D);
+                const T dp = head_dot(doi, pv + (*keys)[static_cast<size_t>(f)] * KW + g * D, D);
                 ds[static_cast<size_t>(f - f0)] = dp;
                 pdp += p[f] * dp;
               }
@@ -108,9 +96,9 @@ Var masked_attention(Tape<T>& t, Var q, Var k, Var v, const MaskedAttentionSpec&
               for (int64_t f = f0; f < f1; ++f) {
                 const T dsj = p[f] * (ds[static_cast<size_t>(f - f0)] - pdp) * scale;
                 const int64_t kr = (*keys)[static_cast<size_t>(f)] * KW + g * D;
-                if (gq) axpy(dsj, pk + kr, gq + i * QW + h * D, D);
-                if (gk) axpy(dsj, qi, gk + kr, D);
-                if (gv) axpy(p[f], doi, gv + kr, D);
+                if (gq) head_axpy(dsj, pk + kr, gq + i * QW + h * D, D);
+                if (gk) head_axpy(dsj, qi, gk + kr, D);
+                if (gv) head_axpy(p[f], doi, gv + kr, D);
               }
             }
           }
