@@ -34,11 +34,29 @@ DFlashSource::DFlashSource(const Drafter& drafter, ThreadPool* pool) : drafter_(
 
 void DFlashSource::commit(std::span<const int32_t> tokens, const float* taps) {
   SQZ_CHECK(taps != nullptr || tokens.empty(), "DFlash: committed tokens without their target hidden states");
-  context_.append(taps, static_cast<int64_t>(tokens.size()));
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t width = drafter_.config().n_taps() * drafter_.config().n_embd;
+  pending_.insert(pending_.end(), taps, taps + n * width);
+  pending_rows_ += n;
+}
+
+void DFlashSource::ingest() {
+  if (pending_rows_ == 0) return;
+  context_.append(pending_.data(), pending_rows_);
+  pending_.clear();
+  pending_rows_ = 0;
 }
 
 void DFlashSource::truncate(int64_t pos) {
-  SQZ_CHECK(pos >= 0 && pos <= context_.size(), "DFlash: cannot truncate to ", pos, " (holds up to ", context_.size(), ")");
+  SQZ_CHECK(pos >= 0 && pos <= size(), "DFlash: cannot truncate to ", pos, " (holds up to ", size(), ")");
+  if (pos >= context_.size()) {  // only waiting rows go
+    const int64_t keep = pos - context_.size();
+    pending_.resize(static_cast<size_t>(keep * drafter_.config().n_taps() * drafter_.config().n_embd));
+    pending_rows_ = keep;
+    return;
+  }
+  pending_.clear();
+  pending_rows_ = 0;
   if (pos >= context_.min_truncate_position() || pos == 0) context_.truncate(pos);
   else context_.restart_at(pos);
 }
@@ -46,6 +64,7 @@ void DFlashSource::truncate(int64_t pos) {
 std::vector<int32_t> DFlashSource::propose(int32_t anchor, int64_t max_tokens) {
   const int64_t k = std::min(max_tokens, max_proposal());
   if (k <= 0) return {};
+  ingest();
   const auto logits = context_.propose(anchor, k + 1);
   const int64_t V = drafter_.target().config().n_vocab;
   std::vector<int32_t> drafts(static_cast<size_t>(k));

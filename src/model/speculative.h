@@ -46,21 +46,26 @@ class DraftSource {
   virtual int64_t max_proposal() const = 0;
 };
 
-// DFlash: greedy drafts from one block pass of the drafter.
+// DFlash: greedy drafts from one block pass of the drafter. Committed rows wait as taps
+// and are fused into the drafter's context together when the next proposal needs them
+// (one product over many rows; nothing at all while plain steps run).
 class DFlashSource final : public DraftSource {
  public:
   explicit DFlashSource(const Drafter& drafter, ThreadPool* pool = nullptr);
   std::vector<int64_t> tap_layers() const override { return drafter_.config().target_layers; }
   void commit(std::span<const int32_t> tokens, const float* taps) override;
-  int64_t size() const override { return context_.size(); }
+  int64_t size() const override { return context_.size() + pending_rows_; }
   std::vector<int32_t> propose(int32_t anchor, int64_t max_tokens) override;
   // Past what a sliding drafter still holds, the context restarts at pos.
   void truncate(int64_t pos) override;
   int64_t max_proposal() const override { return drafter_.config().block_size - 1; }
 
  private:
+  void ingest();
   const Drafter& drafter_;
   DraftContext context_;
+  std::vector<float> pending_;  // taps of the rows committed since the last ingest
+  int64_t pending_rows_ = 0;
 };
 
 // Prompt lookup: the longest suffix of the sequence (anchor included) of ngram_max down to
