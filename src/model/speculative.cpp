@@ -25,6 +25,8 @@ constexpr int64_t kProbeEvery = 16, kProbeEveryMax = 256;
 // Drafting is chosen over a plain step only when its expected tokens per second are this
 // much higher.
 constexpr double kMargin = 1.05;
+// The cost of one more row of a step, in one-token steps, before any step of that size ran.
+constexpr double kUnmeasuredRowCost = 0.5;
 
 }  // namespace
 
@@ -145,12 +147,13 @@ void DraftLengthController::record_verify(int64_t drafts, int64_t accepted, doub
 
 double DraftLengthController::step_cost(int64_t rows) const {
   // measured buckets, interpolated; beyond the measured range extrapolated with the
-  // nearest two, or assumed to grow 10% a row when only one is known
+  // nearest two, or, with only one known, assumed to grow by half a one-token step a row
+  // (what a CPU's batched rows cost: docs/dflash.md) until a probe measures it
   std::vector<std::pair<int64_t, double>> pts;
   for (size_t r = 1; r < cost_n_.size(); ++r)
     if (cost_n_[r] > 0.05) pts.push_back({static_cast<int64_t>(r), cost_sum_[r] / cost_n_[r]});
   if (pts.empty()) return static_cast<double>(rows);
-  if (pts.size() == 1) return pts[0].second * (1.0 + 0.1 * static_cast<double>(rows - pts[0].first));
+  if (pts.size() == 1) return pts[0].second * (1.0 + kUnmeasuredRowCost * static_cast<double>(rows - pts[0].first));
   size_t hi = 1;
   while (hi + 1 < pts.size() && pts[hi].first < rows) ++hi;
   const auto [r0, c0] = pts[hi - 1];
