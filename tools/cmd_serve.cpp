@@ -7,6 +7,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/attention.h"
 #include "serve/http_server.h"
+#include "speculation.h"
 
 namespace {
 
@@ -33,11 +34,8 @@ int run_serve(int argc, char** argv) {
       .option({"--api-key"}, "KEY", "require Authorization: Bearer KEY (or set SQUEEZE_API_KEY)")
       .option({"--reasoning-effort"}, "LEVEL", "default reasoning effort: low, medium, high or xhigh", "high")
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
-      .option({"--draft"}, "FILE", "speculative decoding with this DFlash drafter for the model")
-      .flag({"--lookup"}, "speculative decoding with prompt lookup (no drafter)")
-      .int_option({"--draft-block"}, "B", "tokens per verification, the anchor included (default: the drafter's block; 16)", {0, 64}, "0")
-      .flag({"--draft-fixed"}, "always draft the whole block (no run-time choice of the draft length)")
       .threads_option();
+  add_speculation_options(args);
   if (!args.parse(argc, argv)) return 0;
   squeeze::serve::ServerParams p;
   p.model_path = args.get("--model");
@@ -61,14 +59,11 @@ int run_serve(int argc, char** argv) {
                 p.reasoning_effort == "xhigh",
             "--reasoning-effort must be low, medium, high or xhigh (got '", p.reasoning_effort, "')");
   p.kv_type = squeeze::kernels::cpu::kv_type_from_name(args.get("--kv"), "--kv");
+  check_speculation_options(args);
   p.draft_path = args.get("--draft");
   p.lookup = args.has("--lookup");
   p.draft_block = args.get_int("--draft-block");
   p.draft_fixed = args.has("--draft-fixed");
-  SQZ_CHECK(!(p.lookup && !p.draft_path.empty()), "--draft and --lookup are two draft sources: give one");
-  SQZ_CHECK(p.draft_block == 0 || p.draft_block >= 2, "--draft-block must be at least 2 (the anchor and one draft)");
-  SQZ_CHECK((p.draft_block == 0 && !p.draft_fixed) || p.lookup || !p.draft_path.empty(),
-            "--draft-block and --draft-fixed need --draft or --lookup");
   squeeze::set_default_thread_count(args.get_int32("--threads"));
   return squeeze::serve::run_server(p);
 }

@@ -4,6 +4,7 @@
 // `dflash` GGUF that generate / chat / spec-bench take with --draft.
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <optional>
 
 #include "args.h"
@@ -11,6 +12,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "gguf/atomic_file.h"
 #include "gguf/file_identity.h"
 #include "gguf/ggml_type.h"
 #include "model/draft_config.h"
@@ -122,15 +124,17 @@ int run_train_drafter(int argc, char** argv) {
 
   const auto& hist = trainer.history();
   if (args.has("--loss-csv")) {
-    std::string csv = "step,loss,lr,val_loss,val_tau,seconds\n";
-    for (const auto& r : hist) {
-      char line[160];
-      std::snprintf(line, sizeof line, "%lld,%.5f,%.3e,%s,%s,%.1f\n", static_cast<long long>(r.step), r.loss, r.lr,
-                    r.val_loss >= 0 ? std::to_string(r.val_loss).c_str() : "", r.val_tau >= 0 ? std::to_string(r.val_tau).c_str() : "",
-                    r.seconds);
-      csv += line;
-    }
-    std::ofstream(args.get("--loss-csv")) << csv;
+    // a resumed run appends to the file of the run it continues (old rows + new into a
+    // temporary renamed over it, so an interrupted write leaves the old file whole)
+    const std::string path = args.get("--loss-csv");
+    std::ifstream old(path, std::ios::binary);
+    std::ostringstream csv;
+    if (args.has("--resume") && old.good()) csv << old.rdbuf();
+    else csv << "step,loss,lr,val_loss,val_tau,seconds\n";
+    for (const auto& r : hist)
+      csv << r.step << ',' << r.loss << ',' << r.lr << ',' << (r.val_loss >= 0 ? std::to_string(r.val_loss) : "") << ','
+          << (r.val_tau >= 0 ? std::to_string(r.val_tau) : "") << ',' << r.seconds << '\n';
+    gguf::write_file_atomically(path, csv.str());
   }
   if (args.has("--plot")) {
     std::vector<train::StepRecord> recs;

@@ -16,27 +16,21 @@ void add_speculation_options(Args& args) {
       .flag({"--draft-fixed"}, "always draft the whole block (no run-time choice of the draft length)");
 }
 
-Speculation make_speculation(const Args& args, const model::Model& target, model::Session& session) {
-  Speculation s;
+bool check_speculation_options(const Args& args) {
   const bool dflash = args.has("--draft"), lookup = args.has("--lookup");
   SQZ_CHECK(!(dflash && lookup), "--draft and --lookup are two draft sources: give one");
-  const int64_t block = args.get_int("--draft-block");
-  SQZ_CHECK(block == 0 || block >= 2, "--draft-block must be at least 2 (the anchor and one draft)");
-  if (!dflash && !lookup) {
-    SQZ_CHECK(block == 0 && !args.has("--draft-fixed"), "--draft-block and --draft-fixed need --draft or --lookup");
-    return s;
-  }
-  int64_t max_drafts = 0;
-  if (dflash) {
-    s.drafter = model::Drafter::load(args.get("--draft"), target);
-    const int64_t trained = s.drafter->config().block_size;
-    SQZ_CHECK(block <= trained, "--draft-block ", block, " exceeds the drafter's trained block size ", trained);
-    max_drafts = (block ? block : trained) - 1;
-    s.source = std::make_unique<model::DFlashSource>(*s.drafter);
-  } else {
-    max_drafts = (block ? block : 16) - 1;
-    s.source = std::make_unique<model::PromptLookupSource>(max_drafts);
-  }
+  SQZ_CHECK(dflash || lookup || (args.get_int("--draft-block") == 0 && !args.has("--draft-fixed")),
+            "--draft-block and --draft-fixed need --draft or --lookup");
+  return dflash || lookup;
+}
+
+Speculation make_speculation(const Args& args, const model::Model& target, model::Session& session) {
+  Speculation s;
+  if (!check_speculation_options(args)) return s;
+  if (args.has("--draft")) s.drafter = model::Drafter::load(args.get("--draft"), target);
+  const int64_t max_drafts = model::drafts_per_block(s.drafter.get(), args.get_int("--draft-block"));
+  if (s.drafter) s.source = std::make_unique<model::DFlashSource>(*s.drafter);
+  else s.source = std::make_unique<model::PromptLookupSource>(max_drafts);
   s.speculator = std::make_unique<model::Speculator>(
       session, *s.source, model::SpeculatorParams{.max_drafts = max_drafts, .adaptive = !args.has("--draft-fixed")});
   return s;

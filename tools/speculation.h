@@ -13,6 +13,9 @@
 namespace squeeze::cli {
 
 void add_speculation_options(Args& args);
+// The options' combination checks (one source at most; --draft-block / --draft-fixed only
+// with a source), shared with serve. True when a source is asked for.
+bool check_speculation_options(const Args& args);
 
 struct Speculation {
   std::unique_ptr<model::Drafter> drafter;

@@ -59,6 +59,13 @@ void rope_rows(float* x, int64_t n, int64_t pos0, int64_t n_heads, int64_t head_
 
 }  // namespace
 
+void embed_block_token(const Model& target, int32_t token, float* out) {
+  dequantize_row(target.weights().token_embd, token, out);
+  const float scale = target.config().embd_scale;
+  if (scale != 1.0f)
+    for (int64_t e = 0; e < target.config().n_embd; ++e) out[e] *= scale;
+}
+
 Drafter::Drafter(gguf::File file, DraftConfig config, const Model* target)
     : file_(std::move(file)), config_(std::move(config)), target_(target) {
   weights_ = bind_draft_weights(file_, config_);
@@ -198,14 +205,8 @@ std::span<const float> DraftContext::propose(int32_t anchor, int64_t block, floa
   SQZ_CHECK(anchor >= 0 && anchor < tc.n_vocab, "draft anchor ", anchor, " outside the vocabulary");
   const int64_t B = block, E = cfg_.n_embd;
   x_.resize(static_cast<size_t>(B * E));
-  // embed with the target's table and its embedding scale (Gemma's embedding module has
-  // it) but not Muse Glimmer's embedding RMSNorm, which the reference bypasses for DFlash
-  for (int64_t i = 0; i < B; ++i) {
-    float* xi = x_.data() + i * E;
-    dequantize_row(target.weights().token_embd, i == 0 ? anchor : static_cast<int32_t>(cfg_.mask_token_id), xi);
-    if (tc.embd_scale != 1.0f)
-      for (int64_t e = 0; e < E; ++e) xi[e] *= tc.embd_scale;
-  }
+  for (int64_t i = 0; i < B; ++i)
+    embed_block_token(target, i == 0 ? anchor : static_cast<int32_t>(cfg_.mask_token_id), x_.data() + i * E);
   run_block(B);
   if (hidden_out) std::copy_n(h_.data(), B * E, hidden_out);
   // the target's head matrix on positions 1 .. B − 1 (position 0 is the anchor itself);

@@ -36,6 +36,11 @@ struct DraftWeights {
   std::vector<float> output_norm;  // [E]
 };
 
+// A block token's input row ([n_embd]): the target's embedding with its embedding scale
+// (Gemma's embedding module has it) but not Muse Glimmer's embedding RMSNorm, which the
+// reference bypasses for DFlash. Inference and training both embed through it.
+void embed_block_token(const Model& target, int32_t token, float* out);
+
 class Drafter {
  public:
   // Maps and validates `path` and checks it fits `target` (width, taps, mask token);

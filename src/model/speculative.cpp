@@ -112,6 +112,14 @@ std::vector<int32_t> PromptLookupSource::propose(int32_t anchor, int64_t max_tok
   return {};
 }
 
+int64_t drafts_per_block(const Drafter* drafter, int64_t block) {
+  SQZ_CHECK(block == 0 || block >= 2, "--draft-block must be at least 2 (the anchor and one draft)");
+  if (!drafter) return (block ? block : 16) - 1;
+  const int64_t trained = drafter->config().block_size;
+  SQZ_CHECK(block <= trained, "--draft-block ", block, " exceeds the drafter's trained block size ", trained);
+  return (block ? block : trained) - 1;
+}
+
 // ---- draft length ----------------------------------------------------------------------
 
 DraftLengthController::DraftLengthController(int64_t max_drafts, bool adaptive)

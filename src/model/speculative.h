@@ -112,6 +112,11 @@ class DraftLengthController {
   int64_t plain_streak_ = 0, probe_every_ = 16;
 };
 
+// The most tokens to draft per step for verifications of `block` tokens (the anchor
+// included; 0: the drafter's trained block, or 16 without a drafter). Throws, naming
+// --draft-block, when the block is under 2 or beyond the drafter's trained block.
+int64_t drafts_per_block(const Drafter* drafter, int64_t block);
+
 struct SpeculatorParams {
   int64_t max_drafts = 15;  // cap on tokens drafted per step (≤ the source's max_proposal)
   bool adaptive = true;     // choose the draft length per step from measured acceptance and cost

@@ -327,16 +327,12 @@ void Server::load() {
   l->model = model::Model::load(p_.model_path);
   if (l->model->file().metadata().find("tokenizer.chat_template")) l->chat.emplace(*l->model);
   const model::ModelConfig& c = l->model->config();
-  if (!p_.draft_path.empty()) {
-    l->drafter = model::Drafter::load(p_.draft_path, *l->model);
-    SQZ_CHECK(p_.draft_block <= l->drafter->config().block_size, "--draft-block ", p_.draft_block,
-              " exceeds the drafter's trained block size ", l->drafter->config().block_size);
-  }
-  const int64_t block = p_.draft_block ? p_.draft_block : l->drafter ? l->drafter->config().block_size : 16;
+  if (!p_.draft_path.empty()) l->drafter = model::Drafter::load(p_.draft_path, *l->model);
+  const int64_t max_drafts = model::drafts_per_block(l->drafter.get(), p_.draft_block);
   l->engine = std::make_unique<Engine>(*l->model, EngineParams{.parallel = p_.parallel, .n_ctx = p_.n_ctx, .chunk = p_.chunk,
                                                                .max_queue = p_.max_queue, .kv_type = p_.kv_type,
                                                                .drafter = l->drafter.get(), .lookup = p_.lookup,
-                                                               .max_drafts = block - 1, .adaptive_drafts = !p_.draft_fixed});
+                                                               .max_drafts = max_drafts, .adaptive_drafts = !p_.draft_fixed});
   l->ctx.model = l->model.get();
   l->ctx.chat = l->chat ? &*l->chat : nullptr;
   l->ctx.model_id = model_id_for(p_);

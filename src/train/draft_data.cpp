@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "gguf/atomic_file.h"
 #include "model/session.h"
 #include "text/sampler.h"
 
@@ -36,14 +37,7 @@ void write_draft_sample(const std::string& path, const DraftSample& s) {
   put(out, static_cast<uint32_t>(s.width));
   out.append(reinterpret_cast<const char*>(s.tokens.data()), s.tokens.size() * sizeof(int32_t));
   out.append(reinterpret_cast<const char*>(s.taps.data()), s.taps.size() * sizeof(uint16_t));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    SQZ_CHECK(f.good(), tmp, ": cannot write");
-    f.write(out.data(), static_cast<std::streamsize>(out.size()));
-    SQZ_CHECK(f.good(), tmp, ": write failed");
-  }
-  std::filesystem::rename(tmp, path);
+  gguf::write_file_atomically(path, out);
 }
 
 DraftSample read_draft_sample(const std::string& path, int64_t width) {
@@ -87,7 +81,6 @@ std::vector<std::string> generate_draft_data(const model::Model& target, const s
   }
   if (missing == 0) return paths;
   Progress bar("drafter data", missing);
-  const int64_t V = target.config().n_vocab;
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (std::filesystem::exists(paths[i])) continue;
     const auto& prompt = prompts[i];
@@ -106,8 +99,7 @@ std::vector<std::string> generate_draft_data(const model::Model& target, const s
     };
     keep_taps();
     for (int64_t g = 0; g < p.gen_tokens; ++g) {
-      std::vector<float> l(logits.begin(), logits.begin() + V);
-      const int32_t next = sampler.sample(l);
+      const int32_t next = sampler.sample(logits);
       sampler.accept(next);
       s.tokens.push_back(next);
       logits = session.forward(std::span<const int32_t>(&next, 1));  // its taps too: every token has a row

@@ -73,10 +73,11 @@ Var DraftTrainModel::forward(Tape<float>& t, std::span<const float> taps, int64_
             " values for ", n_ctx, " positions");
   SQZ_CHECK(static_cast<int64_t>(block_embeds.size()) == rows * E, "draft forward: block embeddings do not match");
   for (int64_t a : anchors) SQZ_CHECK(a >= 1 && a <= n_ctx, "draft forward: anchor ", a, " outside [1, ", n_ctx, "]");
+  // parameters enter in weight_tensors() order (the names below are that order)
   size_t next = 0;
-  const auto param = [&](const char* what) {
+  const auto param = [&](std::string_view name) {
     Parameter& p = params_[next++];
-    (void)what;
+    SQZ_CHECK(p.name.find(name) != std::string::npos, "draft forward: expected ", name, ", found ", p.name);
     return t.leaf(p.value, with_grad ? std::span<float>(p.grad) : std::span<float>(), p.rows, p.cols);
   };
   // positions: context rows 0 .. n_ctx − 1, block rows a .. a + B − 1
@@ -102,14 +103,14 @@ Var DraftTrainModel::forward(Tape<float>& t, std::span<const float> taps, int64_
   };
   const auto vis_sliding = visibility(true), vis_full = visibility(false);
 
-  const Var fc = param("fc"), hidden_norm = param("enc.output_norm");
+  const Var fc = param("fc."), hidden_norm = param("enc.output_norm");
   const Var taps_v = t.constant(std::vector<float>(taps.begin(), taps.end()), n_ctx, c.n_taps() * E);
   const Var ctx = rmsnorm(t, matmul_nt(t, taps_v, fc), hidden_norm, c.rms_eps);  // [n_ctx, E]
   Var x = t.constant(std::vector<float>(block_embeds.begin(), block_embeds.end()), rows, E);
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    const Var attn_norm = param("attn_norm"), wq = param("wq"), wk = param("wk"), wv = param("wv");
-    const Var q_norm = param("q_norm"), k_norm = param("k_norm"), wo = param("wo"), ffn_norm = param("ffn_norm");
-    const Var w_gate = param("gate"), w_up = param("up"), w_down = param("down");
+    const Var attn_norm = param("attn_norm"), wq = param("attn_q."), wk = param("attn_k."), wv = param("attn_v.");
+    const Var q_norm = param("attn_q_norm"), k_norm = param("attn_k_norm"), wo = param("attn_output");
+    const Var ffn_norm = param("ffn_norm"), w_gate = param("ffn_gate"), w_up = param("ffn_up"), w_down = param("ffn_down");
     const Var h = rmsnorm(t, x, attn_norm, c.rms_eps);
     const RopeSpec rq{.n_heads = c.n_head, .head_dim = c.head_dim, .freq_base = c.rope_base, .neox = true, .positions = blk_pos.get()};
     const RopeSpec rk{.n_heads = c.n_head_kv, .head_dim = c.head_dim, .freq_base = c.rope_base, .neox = true, .positions = blk_pos.get()};

@@ -11,6 +11,7 @@
 #include "core/progress.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "model/drafter.h"
 #include "model/weights.h"
 #include "train/draft_data.h"
 #include "train/ops.h"
@@ -65,7 +66,6 @@ std::vector<int64_t> DraftTrainer::sample_anchors(const DraftSample& s, int64_t 
 
 DraftTrainer::Batch DraftTrainer::make_batch(const DraftSample& s, std::vector<int64_t> anchors) const {
   const model::DraftConfig& c = model_.config();
-  const model::ModelConfig& tc = target_.config();
   const int64_t E = c.n_embd, B = block_, len = static_cast<int64_t>(s.tokens.size());
   Batch b;
   b.anchors = std::move(anchors);
@@ -81,9 +81,7 @@ DraftTrainer::Batch DraftTrainer::make_batch(const DraftSample& s, std::vector<i
     for (int64_t k = 0; k < B; ++k) {
       const int64_t r = static_cast<int64_t>(n) * B + k;
       const int32_t tok = k == 0 ? s.tokens[static_cast<size_t>(a)] : static_cast<int32_t>(c.mask_token_id);
-      float* e = b.embeds.data() + r * E;
-      model::dequantize_row(target_.weights().token_embd, tok, e);
-      if (tc.embd_scale != 1.0f) for (int64_t j = 0; j < E; ++j) e[j] *= tc.embd_scale;
+      model::embed_block_token(target_, tok, b.embeds.data() + r * E);
       if (k >= 1 && a + k < len) {
         b.targets[static_cast<size_t>(r)] = s.tokens[static_cast<size_t>(a + k)];
         b.weights[static_cast<size_t>(r)] = std::exp(-static_cast<float>(k - 1) / opt_.gamma);
