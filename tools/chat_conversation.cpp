@@ -24,9 +24,13 @@ chat::Json Conversation::to_json(size_t first_turn) const {
   if (!system_.empty()) out.push_back({{"role", "system"}, {"content", system_}});
   // Messages before the first user message (none in practice) belong to no turn and stay.
   const size_t first_user = turn_start(0);
-  for (size_t i = 0; i < first_user; ++i) out.push_back({{"role", messages_[i].role}, {"content", messages_[i].content}});
-  for (size_t i = std::max(first_user, turn_start(first_turn)); i < messages_.size(); ++i)
-    out.push_back({{"role", messages_[i].role}, {"content", messages_[i].content}});
+  const auto message = [](const ChatMessage& m) {
+    chat::Json j = {{"role", m.role}, {"content", m.content}};
+    if (!m.reasoning.empty()) j["reasoning_content"] = m.reasoning;
+    return j;
+  };
+  for (size_t i = 0; i < first_user; ++i) out.push_back(message(messages_[i]));
+  for (size_t i = std::max(first_user, turn_start(first_turn)); i < messages_.size(); ++i) out.push_back(message(messages_[i]));
   return out;
 }
 

@@ -21,6 +21,7 @@ namespace squeeze::cli {
 struct ChatMessage {
   std::string role;  // "user" or "assistant"
   std::string content;
+  std::string reasoning = {};  // an assistant's thinking (the template's reasoning_content), if any
 };
 
 class Conversation {
@@ -29,7 +30,9 @@ class Conversation {
   void set_system(std::string text) { system_ = std::move(text); }
   const std::string& system() const { return system_; }
 
-  void add(std::string role, std::string content) { messages_.push_back({std::move(role), std::move(content)}); }
+  void add(std::string role, std::string content, std::string reasoning = {}) {
+    messages_.push_back({std::move(role), std::move(content), std::move(reasoning)});
+  }
   void pop_back() { messages_.pop_back(); }
   // Forgets the turns; the system message stays.
   void clear() { messages_.clear(); }

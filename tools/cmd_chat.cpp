@@ -16,11 +16,13 @@
 #include <csignal>
 #include <cstring>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "args.h"
 #include "chat_cache.h"
 #include "chat_conversation.h"
+#include "reasoning.h"
 #include "serve/chat_format.h"
 #include "command.h"
 #include "core/error.h"
@@ -107,6 +109,7 @@ int run_chat(int argc, char** argv) {
       .flag({"--ignore-eos"}, "answers end only at -n or Ctrl-C, not at EOS / end-of-turn (tests, benchmarks)");
   add_sampling_options(args);
   add_speculation_options(args);
+  add_reasoning_options(args);
   if (!args.parse(argc, argv)) return 0;
   const std::string path = args.get("--model");
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
@@ -135,7 +138,14 @@ int run_chat(int argc, char** argv) {
   const int64_t n_predict = args.get_int("--n-predict");
   const int64_t n_ctx = session.n_ctx();
   const int64_t budget = n_ctx - std::min(n_predict, n_ctx / 4);  // prompt tokens at most
-  const EncodeFn encode = [&format](const squeeze::chat::Json& m) { return format.encode(m, true); };
+  const ReasoningSettings reasoning = reasoning_settings(args, *model);
+  const EncodeFn encode = [&format, &reasoning](const squeeze::chat::Json& m) {
+    return format.tokenize(format.render(m, true, nullptr, reasoning.template_variables()));
+  };
+  // Muse Glimmer framing: <|eom|> ends a message of the turn (the thinking), not the turn.
+  std::vector<int32_t> stop_ids = format.stop_ids();
+  if (reasoning.muse)
+    if (const auto eom = tok.find_token("<|eom|>")) std::erase(stop_ids, *eom);
 
   Conversation conversation;
   conversation.set_system(args.get("--system"));
@@ -151,7 +161,6 @@ int run_chat(int argc, char** argv) {
   LineReader reader;
   std::string line;
   for (;;) {
-    g_interrupt.store(false);
     if (tty) std::fputs("> ", stderr);
     const auto status = reader.next(line);
     if (status != LineReader::Status::line) {
@@ -216,21 +225,41 @@ int run_chat(int argc, char** argv) {
     for (size_t i = prefill.reused; i < fitted->ids.size(); ++i) sampler.accept(fitted->ids[i]);
 
     squeeze::text::StopChecker checker(
-        {.eos_ids = args.has("--ignore-eos") ? std::vector<int32_t>{} : format.stop_ids(), .max_tokens = n_predict});
+        {.eos_ids = args.has("--ignore-eos") ? std::vector<int32_t>{} : stop_ids, .max_tokens = n_predict});
     std::string answer;
+    // The thinking (Muse Glimmer's `self` messages) goes to stderr, the answer to stdout.
+    const auto thinking = reasoning.new_turn(tok);
+    std::optional<ThinkingPrinter> printer;
+    if (reasoning.muse)
+      printer.emplace([](const std::string& t) { std::fputs(t.c_str(), stderr); },
+                      [&answer](const std::string& t) {
+                        answer += t;
+                        emit_stdout(t);
+                      });
     const auto t1 = Clock::now();
+    g_interrupt.store(false);  // a Ctrl-C from here on interrupts the answer, not the next prompt
     const DecodeResult r = decode(session, tok, sampler, checker, prefill.logits,
                                   {.n_predict = n_predict, .interrupt = &g_interrupt, .forwarded = &cache.ids(),
-                                   .speculator = speculation.speculator.get()},
-                                  [&answer](const std::string& text) {
+                                   .speculator = speculation.speculator.get(), .thinking = thinking.get(),
+                                   .render_control = reasoning.muse},
+                                  [&](const std::string& text) {
+                                    if (printer) {
+                                      printer->feed(text);
+                                      return;
+                                    }
                                     answer += text;
                                     emit_stdout(text);
                                   });
+    if (printer) printer->finish();
+    g_interrupt.store(false);  // consumed by the answer: the prompt waits afresh
     const double gen_s = seconds_since(t1);
     emit_stdout("\n");
     // An interrupted answer is kept as far as it went: it is what the user saw.
-    conversation.add("assistant", answer);
+    conversation.add("assistant", answer, printer ? printer->all().reasoning : std::string());
     if (r.interrupted) note("[interrupted]");
+    if (thinking)
+      note("[thinking: " + std::to_string(thinking->thinking_tokens()) + " tokens of a budget of " +
+           std::to_string(thinking->budget()) + (thinking->forced_close() ? ", closed by the budget]" : "]"));
     if (r.context_full) note("[context of " + std::to_string(n_ctx) + " tokens is full: the answer stops here]");
     std::fprintf(stderr,
                  "[prompt: %zu tokens (%zu reused, %zu prefilled) in %.3f s | answer: %lld tokens in %.3f s "

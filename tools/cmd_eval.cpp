@@ -14,6 +14,8 @@
 #include "args.h"
 #include "command.h"
 #include "numbers_json.h"
+#include "reasoning.h"
+#include "reasoning_eval.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "eval/choice_tasks.h"
@@ -42,7 +44,9 @@ int run_eval(int argc, char** argv) {
   squeeze::cli::Args args("eval", "eval -m MODEL.gguf -f TEXT.txt [--base BASE.gguf] [--ctx 256] [--chunks N]",
                           "Perplexity and top-1 accuracy of a model on held-out text; with --base, the KL\n"
                           "divergence from the base model's distribution, top-1 agreement and the\n"
-                          "perplexity ratio (how much quantization or distillation changed the model).");
+                          "perplexity ratio (how much quantization or distillation changed the model).\n"
+                          "--reasoning PROBLEMS.jsonl: exact-match accuracy, thinking tokens and budget hits\n"
+                          "at each reasoning level and with no thinking (docs/reasoning.md).");
   args.option({"-m", "--model"}, "FILE", "the model to evaluate")
       .option({"-f", "--file"}, "TEXT", "held-out text (UTF-8)")
       .option({"--base"}, "FILE", "a reference model with the same vocabulary")
@@ -58,7 +62,12 @@ int run_eval(int argc, char** argv) {
       .option({"--kv"}, "TYPE", "KV cache type of the evaluated model: f16, bf16, f32 or q8_0", "f16")
       .option({"--json"}, "FILE", "also write the numbers as one JSON object")
       .threads_option();
+  squeeze::cli::add_reasoning_eval_options(args);
+  squeeze::cli::add_reasoning_options(args);
   if (!args.parse(argc, argv)) return 0;
+  if (args.has("--reasoning")) return squeeze::cli::run_reasoning_eval(args);
+  for (const char* o : {"--reasoning-effort", "--thinking-budget", "--problems", "--answer-tokens", "--bootstrap", "--plot"})
+    SQZ_CHECK(!args.has(o), o, " needs --reasoning PROBLEMS.jsonl");
   const std::string model_path = args.get("--model"), text_path = args.get("--file");
   SQZ_CHECK(!model_path.empty(), "missing -m MODEL.gguf");
   SQZ_CHECK(!text_path.empty(), "missing -f TEXT.txt");

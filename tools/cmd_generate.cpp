@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "npy.h"
+#include "reasoning.h"
 #include "speculation.h"
 #include "text/sampler.h"
 #include "text/stop.h"
@@ -69,6 +70,7 @@ int run_generate(int argc, char** argv) {
       .flag({"--ignore-eos"}, "keep generating past end-of-sequence (and end-of-turn)");
   add_sampling_options(args);
   add_speculation_options(args);
+  add_reasoning_options(args);
   if (!args.parse(argc, argv)) return 0;
   const std::string path = args.get("--model");
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
@@ -76,6 +78,8 @@ int run_generate(int argc, char** argv) {
   const bool chat = args.has("--chat");
   SQZ_CHECK(!chat || !args.has("--tokens"), "--chat needs -p TEXT");
   SQZ_CHECK(chat || !args.has("--system"), "--system needs --chat");
+  SQZ_CHECK(chat || (!args.has("--reasoning-effort") && !args.has("--thinking-budget")),
+            "--reasoning-effort and --thinking-budget need --chat");
   const squeeze::gguf::DeclaredInputs inputs({path});  // --dump files never replace it
   squeeze::set_default_thread_count(args.get_int32("--threads"));
 
@@ -89,12 +93,15 @@ int run_generate(int argc, char** argv) {
   const auto& tok = model->tokenizer();
   std::optional<squeeze::serve::ChatFormat> format;
   std::vector<int32_t> prompt;
+  ReasoningSettings reasoning;
   if (chat) {
     format.emplace(*model);  // fails naming tokenizer.chat_template when the model has none
+    reasoning = reasoning_settings(args, *model);
     Conversation conversation;
     if (args.has("--system")) conversation.set_system(args.get("--system"));
     conversation.add("user", args.get("--prompt"));
-    prompt = format->encode(conversation.to_json(), /*add_generation_prompt=*/true);
+    prompt = format->tokenize(format->render(conversation.to_json(), /*add_generation_prompt=*/true, nullptr,
+                                             reasoning.template_variables()));
   } else if (args.has("--tokens")) {
     prompt = parse_token_ids(args.get("--tokens"), model->config().n_vocab);
   } else {
@@ -121,6 +128,14 @@ int run_generate(int argc, char** argv) {
     if (chat) stop.eos_ids = format->stop_ids();
     else if (tok.eos_id() >= 0) stop.eos_ids = {tok.eos_id()};
   }
+  // Muse Glimmer framing: <|eom|> ends a message of the turn (the thinking), not the turn;
+  // the thinking goes to stderr, the answer to stdout.
+  const auto thinking = reasoning.muse ? reasoning.new_turn(tok) : nullptr;
+  std::optional<ThinkingPrinter> printer;
+  if (chat && reasoning.muse) {
+    if (const auto eom = tok.find_token("<|eom|>")) std::erase(stop.eos_ids, *eom);
+    printer.emplace([](const std::string& t) { std::fputs(t.c_str(), stderr); }, emit);
+  }
   if (args.has("--stop")) stop.stop_strings = {args.get("--stop")};
   stop.max_tokens = n_predict;
   squeeze::text::StopChecker checker(stop);
@@ -145,8 +160,13 @@ int run_generate(int argc, char** argv) {
   }
 
   const auto t1 = Clock::now();
-  const DecodeResult result = decode(session, tok, sampler, checker, logits,
-                                     {.n_predict = n_predict, .speculator = speculation.speculator.get()}, emit);
+  const DecodeResult result =
+      decode(session, tok, sampler, checker, logits,
+             {.n_predict = n_predict, .speculator = speculation.speculator.get(), .thinking = thinking.get(),
+              .render_control = printer.has_value()},
+             printer ? std::function<void(const std::string&)>([&printer](const std::string& t) { printer->feed(t); })
+                     : std::function<void(const std::string&)>(emit));
+  if (printer) printer->finish();
   if (result.context_full)
     std::fprintf(stderr, "\n[context of %lld tokens is full]", static_cast<long long>(session.n_ctx()));
   const int64_t generated = result.generated;
@@ -159,6 +179,10 @@ int run_generate(int argc, char** argv) {
                generated / std::max(gen_s, 1e-9), mem.bytes_held, static_cast<long long>(mem.positions),
                squeeze::default_thread_pool().size());
   if (speculation.speculator) std::fprintf(stderr, "%s\n", speculation_summary(speculation).c_str());
+  if (thinking)
+    std::fprintf(stderr, "reasoning %s: %lld thinking tokens of a budget of %lld%s\n", reasoning.level.c_str(),
+                 static_cast<long long>(thinking->thinking_tokens()), static_cast<long long>(thinking->budget()),
+                 thinking->forced_close() ? " (the budget closed the thinking)" : "");
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "args.h"
 #include "command.h"
 #include "config_options.h"
+#include "serve/thinking_budget.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/atomic_file.h"
@@ -43,6 +44,8 @@ int run_quantize(int argc, char** argv) {
       .flag({"--allow-requantize"}, "requantize tensors that are already quantized (errors compound)")
       .flag({"--dry-run"}, "plan and print the table and size without writing")
       .option({"--report"}, "FILE", "also write the table and totals as JSON")
+      .option({"--reasoning-budgets"}, "L,M,H,X", "store the thinking budgets of the levels low, medium, high and xhigh\n"
+                                                  "(squeeze.reasoning.budget.*: the defaults of generate, chat, serve and eval)")
       .threads_option();
   squeeze::cli::add_config_options(args, "");
   if (!args.parse(argc, argv)) return 0;
@@ -141,6 +144,26 @@ int run_quantize(int argc, char** argv) {
 
   q::RunOptions ro{.input = file.get(), .output_path = dry_run ? "" : out, .imatrix = imatrix.get(),
                    .imatrix_path = args.get("--imatrix"), .allow_requantize = args.has("--allow-requantize")};
+  if (args.has("--reasoning-budgets")) {
+    const std::string list = args.get("--reasoning-budgets");
+    std::vector<uint32_t> budgets;
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      const size_t comma = std::min(list.find(',', pos), list.size());
+      const std::string item = list.substr(pos, comma - pos);
+      char* end = nullptr;
+      const long long v = std::strtoll(item.c_str(), &end, 10);
+      SQZ_CHECK(!item.empty() && end == item.c_str() + item.size() && v >= 0 && v <= (1ll << 30),
+                "--reasoning-budgets: '", item, "' is not a token count (0 .. 2^30)");
+      budgets.push_back(static_cast<uint32_t>(v));
+      pos = comma + 1;
+    }
+    SQZ_CHECK(budgets.size() == 4, "--reasoning-budgets needs four counts: low,medium,high,xhigh (got ", budgets.size(), ")");
+    const char* levels[] = {"low", "medium", "high", "xhigh"};
+    for (size_t i = 0; i < 4; ++i)
+      ro.extra_metadata.emplace_back(std::string(squeeze::serve::kReasoningBudgetKeyPrefix) + levels[i],
+                                     squeeze::gguf::Value::u32(budgets[i]));
+  }
   const q::RunResult result = q::run_plan(plan, ro);
   if (dry_run) std::printf("dry run: nothing written\n");
   if (args.has("--report")) squeeze::gguf::write_file_atomically(args.get("--report"), q::result_json(result) + "\n");

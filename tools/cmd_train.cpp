@@ -134,6 +134,8 @@ int run(int argc, char** argv, bool distill) {
       .int_option({"--eval-sequences"}, "N", "validation sequences per evaluation", {1, cli::kMaxBatch}, "16")
       .option({"--order"}, "ORDER", "shuffled (windows in a new random order each epoch) or sequential", "shuffled")
       .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)")
+      .flag({"--parse-special"}, "special token texts in the data (e.g. <|start|>) are their tokens, not plain text\n"
+                                 "(chat-formatted training data)")
       .real_option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data",
                    {.min = 0, .max = 1, .max_open = true}, "0.05")
       .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
@@ -242,9 +244,11 @@ int run(int argc, char** argv, bool distill) {
     model.emplace(train::GlimmerModel::init(config, std::move(tok), {.seed = seed}));
   }
   const text::Tokenizer tokenizer(model->tokenizer());
-  const std::vector<int32_t> tokens = tokenizer.encode(text, {.add_special = false, .parse_special = false});
+  const bool parse_special = args.has("--parse-special");
+  const std::vector<int32_t> tokens = tokenizer.encode(text, {.add_special = false, .parse_special = parse_special});
   const std::vector<int32_t> val_file_tokens =
-      args.has("--val-data") ? tokenizer.encode(train::read_text_file(args.get("--val-data")), {.add_special = false, .parse_special = false})
+      args.has("--val-data") ? tokenizer.encode(train::read_text_file(args.get("--val-data")),
+                                                {.add_special = false, .parse_special = parse_special})
                              : std::vector<int32_t>{};
   const size_t n_val = args.has("--val-data") ? 0 : static_cast<size_t>(static_cast<double>(tokens.size()) * val_fraction);
   const std::span<const int32_t> all(tokens);

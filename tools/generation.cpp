@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <optional>
 
+#include "core/error.h"
+
 namespace squeeze::cli {
 
 void add_sampling_options(Args& args) {
@@ -38,22 +40,57 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
   for (int32_t id = 0; id < tok.n_vocab(); ++id)
     if (tok.token_type(id) == text::TokenType::unused) banned.push_back(id);
   std::vector<float> masked;
+  serve::ThinkingBudget* const thinking = params.thinking;
   auto allowed = [&](std::span<const float> l) -> std::span<const float> {
-    if (banned.empty()) return l;
+    if (banned.empty() && !thinking) return l;
     masked.assign(l.begin(), l.end());
     for (int32_t id : banned) masked[static_cast<size_t>(id)] = -INFINITY;
+    if (thinking) thinking->mask(masked);
     return masked;
   };
 
   DecodeResult r;
   model::Speculator* const spec = params.speculator;
-  // One emitted token: sampler history, stop checks, streaming. False when generation ends.
+  // One token released to the output: sampler history, stop checks, streaming. False when
+  // generation ends.
   const auto emit_token = [&](int32_t token) {
-    sampler.accept(token);
-    ++r.generated;
-    const auto step = checker.push(token, tok.token_to_piece(token, {.render_control = false}));
+    const auto step = checker.push(token, tok.token_to_piece(token, {.render_control = params.render_control}));
     emit(step.text);
     return !step.stopped();
+  };
+  const auto emit_all = [&](const std::vector<int32_t>& tokens) {
+    for (int32_t t : tokens)
+      if (!emit_token(t)) return false;
+    return true;
+  };
+  // A sampled token goes to the budget (when there is one), which may hold it back (the
+  // word is unfinished) or close the thinking. Returns false when generation ends;
+  // *closed tells that the caller must not run `token` (the close ran what replaces it).
+  std::span<const float> close_logits;
+  std::function<void()> settle;  // a speculative walk's kept rows, committed before a close rewinds
+  const auto take = [&](int32_t token, bool* closed) {
+    sampler.accept(token);
+    ++r.generated;
+    *closed = false;
+    if (!thinking) return emit_token(token);
+    serve::ThinkingBudget::Step step = thinking->push(token);
+    if (!emit_all(step.emit)) return false;
+    if (!step.close) return true;
+    *closed = true;
+    if (settle) settle();
+    r.generated -= step.take_back + 1;  // the unfinished word and the sampled token are gone
+    const int64_t pos = session.position() - step.take_back;
+    if (spec) SQZ_CHECK(spec->rewind(pos), "thinking budget: cannot take ", step.take_back, " tokens back");
+    else session.truncate(pos);
+    if (params.forwarded) params.forwarded->resize(params.forwarded->size() - static_cast<size_t>(step.take_back));
+    r.generated += static_cast<int64_t>(step.force.size());
+    for (int32_t t : step.force) sampler.accept(t);
+    if (!emit_all(step.force)) return false;
+    SQZ_CHECK(session.position() + static_cast<int64_t>(step.force.size()) <= session.n_ctx(),
+              "thinking budget: no room in the context to close the thinking");
+    close_logits = spec ? spec->prefill(step.force) : session.forward(step.force);
+    if (params.forwarded) params.forwarded->insert(params.forwarded->end(), step.force.begin(), step.force.end());
+    return true;
   };
   std::optional<int32_t> next_sampled;  // the target's pick from the last verified row
   while (r.generated < params.n_predict) {
@@ -63,7 +100,12 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
     }
     const int32_t next = next_sampled ? *next_sampled : sampler.sample(allowed(logits));
     next_sampled.reset();
-    if (!emit_token(next)) break;
+    bool closed = false;
+    if (!take(next, &closed)) break;
+    if (closed) {
+      logits = close_logits;
+      continue;
+    }
     // `next` came from the logits of the last cached position; it can be run only while
     // the cache has room, so generation ends with the context exactly full (n_ctx
     // positions cached, plus this last token sampled from them).
@@ -83,7 +125,16 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
     const auto rows = spec->verify(next, drafts);
     const size_t V = static_cast<size_t>(tok.n_vocab());
     int64_t kept = 1;  // rows whose tokens stay in the cache: next and the drafts kept
-    bool going = true;
+    bool going = true, settled = false;
+    const auto commit_walk = [&] {
+      spec->commit(kept);
+      if (params.forwarded) {
+        params.forwarded->push_back(next);
+        params.forwarded->insert(params.forwarded->end(), drafts.begin(), drafts.begin() + (kept - 1));
+      }
+      settled = true;
+    };
+    settle = commit_walk;
     for (size_t i = 0; i <= drafts.size(); ++i) {
       const int32_t y = sampler.sample(allowed(rows.subspan(i * V, V)));
       if (i == drafts.size() || y != drafts[i]) {  // the target's own token: sampled, not yet run
@@ -99,19 +150,20 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
         going = false;
         break;
       }
-      if (!emit_token(y)) {  // a stop: sampled, not run, as in a plain step
-        going = false;
+      bool closed_here = false;
+      going = take(y, &closed_here);  // false: a stop, sampled, not run, as in a plain step
+      if (closed_here) {  // the walk's rows were settled, the close ran its tokens
+        logits = close_logits;
         break;
       }
+      if (!going) break;
       ++kept;
     }
-    spec->commit(kept);
-    if (params.forwarded) {
-      params.forwarded->push_back(next);
-      params.forwarded->insert(params.forwarded->end(), drafts.begin(), drafts.begin() + (kept - 1));
-    }
+    settle = nullptr;
+    if (!settled) commit_walk();
     if (!going) break;
   }
+  if (thinking) emit_all(thinking->finish());
   if (checker.reason() == text::StopReason::none) emit(checker.finish());
   return r;
 }

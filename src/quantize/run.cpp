@@ -145,6 +145,7 @@ RunResult run_plan(const Plan& plan, const RunOptions& o) {
   w.metadata() = o.input->metadata();
   w.metadata().set("general.quantization_version", gguf::Value::u32(2));
   w.metadata().set("general.file_type", gguf::Value::u32(plan.file_type));
+  for (const auto& [key, value] : o.extra_metadata) w.metadata().set(key, value);
   if (o.imatrix) {
     w.metadata().set("quantize.imatrix.file", gguf::Value::string(o.imatrix_path));
     if (!o.imatrix->datasets.empty())

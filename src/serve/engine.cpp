@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 #include "core/error.h"
 #include "model/session.h"
@@ -58,6 +59,10 @@ struct Engine::Slot {
   std::optional<model::DraftLengthController> controller;
   std::vector<int32_t> verify;
   double draft_seconds = 0;
+  // the request's thinking budget: tokens a forced close runs next, and the tokens it takes back
+  std::unique_ptr<ThinkingBudget> thinking;
+  std::deque<int32_t> forced;
+  int64_t take_back = -1;  // ≥ 0: a close is waiting for apply_take_back
   uint64_t last_used = 0;
   Clock::time_point first_token_at, last_token_at;
   bool busy() const { return job.has_value(); }
@@ -166,6 +171,10 @@ void Engine::assign(Job job) {
     s.sampler.emplace(job.req.sampling);
     s.checker.emplace(text::StopParams{.eos_ids = job.req.stop_ids, .stop_strings = job.req.stop_strings,
                                        .max_tokens = job.req.max_tokens});
+    s.thinking = job.req.thinking_budget >= 0 ? std::make_unique<ThinkingBudget>(model_.tokenizer(), job.req.thinking_budget)
+                                              : nullptr;
+    s.forced.clear();
+    s.take_back = -1;
   } catch (const std::exception& e) {
     job.stream->push({.finish = FinishReason::error, .error = e.what()});
     return;
@@ -192,6 +201,9 @@ void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
   s.job.reset();
   s.sampler.reset();
   s.checker.reset();
+  s.thinking.reset();
+  s.forced.clear();
+  s.take_back = -1;
   s.pending = -1;
   s.last_used = ++tick_;
   if (reason == FinishReason::error) {  // whatever the cache holds is suspect
@@ -250,13 +262,29 @@ void Engine::sample_next(Slot& s, std::span<float> masked) {
   if (s.checker->n_tokens() == 0) s.first_token_at = now;
   s.last_token_at = now;
 
-  const std::string piece = model_.tokenizer().token_to_piece(next, {.render_control = req.render_control});
-  const text::StopStep step = s.checker->push(next, piece);
-  u.text = step.text;
-  if (step.stopped()) {
-    s.job->stream->push(std::move(u));
-    finish(s, step.reason == text::StopReason::max_tokens ? FinishReason::length : FinishReason::stop);
-    return;
+  // What reaches the output: the token, or with a thinking budget what it releases (a word
+  // is held until it is finished) and, when it closes the thinking, the closing tokens.
+  std::vector<int32_t> out(1, next);
+  bool closed = false;
+  if (s.thinking) {
+    ThinkingBudget::Step step = s.thinking->push(next);
+    out = std::move(step.emit);
+    if (step.close) {
+      closed = true;
+      s.take_back = step.take_back;
+      s.forced.assign(step.force.begin(), step.force.end());
+      out.insert(out.end(), step.force.begin(), step.force.end());
+    }
+  }
+  for (int32_t t : out) {
+    const std::string piece = model_.tokenizer().token_to_piece(t, {.render_control = req.render_control});
+    const text::StopStep step = s.checker->push(t, piece);
+    u.text += step.text;
+    if (step.stopped()) {
+      s.job->stream->push(std::move(u));
+      finish(s, step.reason == text::StopReason::max_tokens ? FinishReason::length : FinishReason::stop);
+      return;
+    }
   }
   if (s.cache.size() >= n_ctx_) {  // no room to run it: the context is exactly full
     s.job->stream->push(std::move(u));
@@ -264,7 +292,29 @@ void Engine::sample_next(Slot& s, std::span<float> masked) {
     return;
   }
   if (!u.text.empty() || !u.logprobs.empty()) s.job->stream->push(std::move(u));
-  s.pending = next;
+  if (closed) next_forced(s);
+  else s.pending = next;
+}
+
+void Engine::next_forced(Slot& s) {
+  s.pending = s.forced.front();
+  s.forced.pop_front();
+}
+
+void Engine::apply_take_back(Slot& s) {
+  if (s.take_back < 0) return;
+  const int64_t pos = s.cache.size() - s.take_back;
+  s.take_back = -1;
+  if (pos == s.cache.size()) return;
+  try {
+    SQZ_CHECK(pos >= s.cache.min_truncate_position(), "the thinking budget cannot take back the unfinished word");
+    if (s.source) s.source->truncate(pos);
+  } catch (const std::exception& e) {
+    if (s.busy()) finish(s, FinishReason::error, e.what());
+    return;
+  }
+  s.cache.truncate(pos);
+  s.ids.resize(static_cast<size_t>(pos));
 }
 
 void Engine::accept_drafts(Slot& s, float* rows, int64_t pos0, const float* taps) {
@@ -272,9 +322,15 @@ void Engine::accept_drafts(Slot& s, float* rows, int64_t pos0, const float* taps
   int64_t kept = 1;  // verify[0] (the pending token) always stays
   s.ids.push_back(s.verify[0]);
   s.pending = -1;
+  if (!s.forced.empty()) {  // a forced close is running its tokens: nothing drafted, nothing sampled
+    s.cache.truncate(pos0 + 1);
+    s.source->commit(std::span<const int32_t>(s.verify.data(), 1), taps);
+    next_forced(s);
+    return;
+  }
   for (int64_t i = 0; i <= drafts; ++i) {
     sample_next(s, std::span<float>(rows + i * V, static_cast<size_t>(V)));
-    if (!s.busy() || i == drafts || s.pending != s.verify[static_cast<size_t>(i + 1)]) break;
+    if (!s.busy() || s.take_back >= 0 || i == drafts || s.pending != s.verify[static_cast<size_t>(i + 1)]) break;
     s.ids.push_back(s.pending);  // the draft the target picked itself: already in the cache
     s.pending = -1;
     ++kept;
@@ -289,6 +345,7 @@ void Engine::accept_drafts(Slot& s, float* rows, int64_t pos0, const float* taps
   }
   // the source follows ids even when the request ended here (the next one may reuse the prefix)
   s.source->commit(std::span<const int32_t>(s.verify.data(), static_cast<size_t>(kept)), taps);
+  apply_take_back(s);
 }
 
 void Engine::loop() {
@@ -338,7 +395,7 @@ void Engine::loop() {
         } else {  // [pending, drafts…]: drafts only while they fit what is left to generate
           const int64_t left = s->job->req.max_tokens - s->checker->n_tokens();
           const int64_t room = std::min(left - 1, n_ctx_ - s->cache.size() - 2);
-          const int64_t k = s->controller->choose(room);
+          const int64_t k = s->forced.empty() ? s->controller->choose(room) : 0;
           s->verify.assign(1, s->pending);
           s->draft_seconds = 0;
           if (k > 0) {
@@ -415,8 +472,14 @@ void Engine::loop() {
       } else {
         s.ids.push_back(s.pending);
         s.pending = -1;
+        if (!s.forced.empty()) {  // a forced close runs its tokens without sampling
+          if (s.cache.size() >= n_ctx_) finish(s, FinishReason::length);
+          else next_forced(s);
+          continue;
+        }
       }
       sample_next(s, row);
+      apply_take_back(s);
     }
     cv_.notify_all();
   }

@@ -38,6 +38,7 @@
 #include "model/forward.h"
 #include "model/speculative.h"
 #include "model/model.h"
+#include "serve/thinking_budget.h"
 #include "text/sampler.h"
 
 namespace squeeze::serve {
@@ -89,6 +90,9 @@ struct GenerationRequest {
   int64_t max_tokens = 0;                // ≥ 1; the context may end it sooner (finish: length)
   bool render_control = false;           // control tokens' text in the output (Muse Glimmer's framing)
   int top_logprobs = -1;                 // -1: no log-probabilities; 0..20: with that many alternatives
+  // Thinking tokens allowed in the turn (serve/thinking_budget.h; the prompt ends with
+  // `<|start|>assistant`); -1: no budget.
+  int64_t thinking_budget = -1;
 };
 
 struct EngineParams {
@@ -151,6 +155,11 @@ class Engine {
   // After a step that verified drafts for a decoding slot: walks the rows as sample_next,
   // keeping drafts while they are what it samples, then rolls the cache back.
   void accept_drafts(Slot& s, float* rows, int64_t pos0, const float* taps);
+  // After the thinking budget closed a slot's thinking (once its step's rows are settled):
+  // the unfinished word leaves the cache, the ids and the draft source.
+  void apply_take_back(Slot& s);
+  // The next of the tokens a forced close runs becomes the slot's pending token.
+  void next_forced(Slot& s);
 
   const model::Model& model_;
   ThreadPool& pool_;

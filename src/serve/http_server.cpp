@@ -340,6 +340,7 @@ void Server::load() {
   l->ctx.max_tokens_limit = p_.max_tokens > 0 ? std::min(p_.max_tokens, l->ctx.n_ctx) : l->ctx.n_ctx;
   l->ctx.muse_glimmer_output = c.arch == "muse-glimmer" && l->model->tokenizer().find_token("<|message|>").has_value();
   l->ctx.default_reasoning_effort = p_.reasoning_effort;
+  l->ctx.reasoning_budgets = reasoning_budgets_from_metadata(l->model->file().metadata());
   loaded_holder_ = std::move(l);
   loaded_ = loaded_holder_.get();
 }

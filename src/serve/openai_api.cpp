@@ -224,6 +224,20 @@ Json parse_body(const std::string& body, int max_depth) {
   return j;
 }
 
+// The request's reasoning level: reasoning_effort, else the server's default; none and
+// minimal are the lowest level, low (never the template's default).
+std::string reasoning_level(const Json& body, const ApiContext& ctx) {
+  std::string effort = ctx.default_reasoning_effort;
+  if (body.contains("reasoning_effort") && !body["reasoning_effort"].is_null()) {
+    if (!body["reasoning_effort"].is_string()) throw bad("reasoning_effort", "'reasoning_effort' must be a string");
+    effort = body["reasoning_effort"].get<std::string>();
+    if (effort == "none" || effort == "minimal") effort = "low";
+    if (effort != "low" && effort != "medium" && effort != "high" && effort != "xhigh")
+      throw bad("reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
+  }
+  return effort;
+}
+
 std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* has_tools) {
   if (!ctx.chat) throw ApiError(400, "this model has no chat template (tokenizer.chat_template); use /v1/completions");
   const Json messages = template_messages(body);
@@ -253,14 +267,7 @@ std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* ha
     }
   }
   if (has_tools) *has_tools = !tools.is_null();
-  std::string effort = ctx.default_reasoning_effort;
-  if (body.contains("reasoning_effort") && !body["reasoning_effort"].is_null()) {
-    if (!body["reasoning_effort"].is_string()) throw bad("reasoning_effort", "'reasoning_effort' must be a string");
-    effort = body["reasoning_effort"].get<std::string>();
-    if (effort == "none" || effort == "minimal") effort = "low";  // the model's lowest level
-    if (effort != "low" && effort != "medium" && effort != "high" && effort != "xhigh")
-      throw bad("reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
-  }
+  const std::string effort = reasoning_level(body, ctx);
   const Json extra = {{"reasoning_strength", effort}, {"reasoning_effort", effort}};
   try {
     return ctx.chat->render(messages, true, tools, extra);
@@ -295,6 +302,11 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
       std::erase(r.gen.stop_ids, *eom);
     r.gen.render_control = true;
     if (has_tools) r.tools = chat::ToolParams::from_json(body["tools"]);
+    // The level's budget, or the request's own `thinking_budget` (0: no thinking).
+    const int64_t own = int_field(body, "thinking_budget", -1, 0, int64_t{1} << 30);
+    r.gen.thinking_budget = own >= 0 ? own : ctx.reasoning_budgets.for_level(reasoning_level(body, ctx));
+  } else if (body.contains("thinking_budget") && !body["thinking_budget"].is_null()) {
+    throw bad("thinking_budget", "'thinking_budget' needs a model that thinks in Muse Glimmer's framing");
   }
   return r;
 }

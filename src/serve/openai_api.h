@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "chat/muse_glimmer_output.h"
+#include "serve/thinking_budget.h"
 #include "chat/tool_params.h"
 #include "chat/value.h"
 #include "model/model.h"
@@ -44,6 +45,7 @@ struct ApiContext {
   int64_t max_tokens_limit = 0;       // largest max_tokens a request may ask for
   bool muse_glimmer_output = false;   // parse the output as Muse Glimmer's framing
   std::string default_reasoning_effort = "high";
+  ReasoningBudgets reasoning_budgets;  // thinking tokens per level (the model's squeeze.reasoning.*)
 };
 
 enum class Endpoint { chat, completion };

@@ -229,8 +229,52 @@ PlotImage render_loss_plot(const std::vector<StepRecord>& history, const std::st
   return c.take();
 }
 
-void write_loss_plot(const std::string& path, const std::vector<StepRecord>& history, const std::string& title) {
-  PlotImage img = render_loss_plot(history, title);
+PlotImage render_point_plot(const std::vector<LabelledPoint>& points, const std::string& x_label,
+                            const std::string& y_label, const std::string& title) {
+  SQZ_CHECK(!points.empty(), "point plot: no points");
+  constexpr int W = 900, H = 520, left = 90, right = 40, top = 60, bottom = 60;
+  double x_hi = 0, y_hi = 0;
+  for (const auto& p : points) {
+    SQZ_CHECK(std::isfinite(p.x) && std::isfinite(p.y), "point plot: a point is not finite");
+    x_hi = std::max(x_hi, p.x), y_hi = std::max(y_hi, p.y);
+  }
+  x_hi = x_hi > 0 ? x_hi * 1.1 : 1, y_hi = y_hi > 0 ? y_hi * 1.1 : 1;
+  const int px0 = left, px1 = W - right, py0 = top, py1 = H - bottom;
+  auto fx = [&](double v) { return px0 + v / x_hi * (px1 - px0); };
+  auto fy = [&](double v) { return py1 - v / y_hi * (py1 - py0); };
+  Canvas c(W, H);
+  for (double v : ticks(0, y_hi, false)) {
+    const int y = static_cast<int>(std::lround(fy(v)));
+    c.rect(px0, y, px1, y, kGrid);
+    const std::string s = number(v);
+    c.text(px0 - 8 - Canvas::text_width(s, 2), y - 7, s, kInk);
+  }
+  for (double v : ticks(0, x_hi, false)) {
+    const int x = static_cast<int>(std::lround(fx(v)));
+    c.rect(x, py0, x, py1, kGrid);
+    const std::string t = number(v);
+    c.text(x - Canvas::text_width(t, 2) / 2, py1 + 10, t, kInk);
+  }
+  c.rect(px0, py0, px0, py1, kInk);
+  c.rect(px0, py1, px1, py1, kInk);
+  c.text(px1 - Canvas::text_width(x_label, 2), H - 22, x_label, kInk);
+  c.text(8, 34, y_label, kInk);
+  c.text(left, 10, title.substr(0, static_cast<size_t>((W - left) / 12)), kInk);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const double x = fx(points[i].x), y = fy(points[i].y);
+    if (i > 0) c.line(fx(points[i - 1].x), fy(points[i - 1].y), x, y, kTrain);
+  }
+  for (const auto& p : points) {
+    const int x = static_cast<int>(std::lround(fx(p.x))), y = static_cast<int>(std::lround(fy(p.y)));
+    c.rect(x - 4, y - 4, x + 4, y + 4, kVal);
+    c.text(x + 8, y + 6, p.label, kInk);
+  }
+  return c.take();
+}
+
+namespace {
+
+void write_png(const std::string& path, PlotImage img) {
   png_image image;
   std::memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
@@ -239,14 +283,25 @@ void write_loss_plot(const std::string& path, const std::vector<StepRecord>& his
   image.format = PNG_FORMAT_RGB;
   png_alloc_size_t size = 0;
   SQZ_CHECK(png_image_write_to_memory(&image, nullptr, &size, 0, img.rgb.data(), 0, nullptr) && size > 0, path,
-            ": cannot encode the loss plot (", image.message, ")");
+            ": cannot encode the plot (", image.message, ")");
   std::vector<uint8_t> bytes(size);
   SQZ_CHECK(png_image_write_to_memory(&image, bytes.data(), &size, 0, img.rgb.data(), 0, nullptr), path,
-            ": cannot encode the loss plot (", image.message, ")");
+            ": cannot encode the plot (", image.message, ")");
   bytes.resize(size);
   gguf::AtomicFile out(path);
   out.write(bytes);
   out.commit();
+}
+
+}  // namespace
+
+void write_loss_plot(const std::string& path, const std::vector<StepRecord>& history, const std::string& title) {
+  write_png(path, render_loss_plot(history, title));
+}
+
+void write_point_plot(const std::string& path, const std::vector<LabelledPoint>& points, const std::string& x_label,
+                      const std::string& y_label, const std::string& title) {
+  write_png(path, render_point_plot(points, x_label, y_label, title));
 }
 
 }  // namespace squeeze::train

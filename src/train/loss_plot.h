@@ -21,4 +21,15 @@ PlotImage render_loss_plot(const std::vector<StepRecord>& history, const std::st
 // render_loss_plot, encoded as PNG at `path`.
 void write_loss_plot(const std::string& path, const std::vector<StepRecord>& history, const std::string& title);
 
+// A line through labelled points (e.g. accuracy against mean thinking tokens, one point
+// per reasoning level), linear axes from 0, in the same style.
+struct LabelledPoint {
+  double x = 0, y = 0;
+  std::string label;
+};
+PlotImage render_point_plot(const std::vector<LabelledPoint>& points, const std::string& x_label,
+                            const std::string& y_label, const std::string& title);
+void write_point_plot(const std::string& path, const std::vector<LabelledPoint>& points, const std::string& x_label,
+                      const std::string& y_label, const std::string& title);
+
 }  // namespace squeeze::train

@@ -104,3 +104,15 @@ TEST(LossPlot, NothingToPlotOrNowhereToWriteIsAnError) {
 
 }  // namespace
 }  // namespace squeeze::train
+
+TEST(PointPlot, DrawsLabelledPointsAndRefusesBadInput) {
+  const auto img = squeeze::train::render_point_plot({{0, 20, "none"}, {40, 55, "low"}, {150, 80, "xhigh"}},
+                                                      "mean thinking tokens", "accuracy %", "t");
+  EXPECT_EQ(img.width, 900);
+  EXPECT_EQ(img.height, 520);
+  int64_t ink = 0;
+  for (size_t i = 0; i + 2 < img.rgb.size(); i += 3) ink += img.rgb[i] != 255 || img.rgb[i + 1] != 255 || img.rgb[i + 2] != 255;
+  EXPECT_GT(ink, 1000);
+  EXPECT_THROW(squeeze::train::render_point_plot({}, "x", "y", "t"), std::exception);
+  EXPECT_THROW(squeeze::train::render_point_plot({{NAN, 1, "a"}}, "x", "y", "t"), std::exception);
+}

@@ -1,0 +1,185 @@
+// serve/thinking_budget.cpp — the per-turn thinking counter and its forced close.
+#include "serve/thinking_budget.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace squeeze::serve {
+
+namespace {
+
+constexpr std::array<const char*, 4> kLevels = {"low", "medium", "high", "xhigh"};
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// Bytes at the end of `s` that start a UTF-8 sequence not yet complete.
+size_t incomplete_utf8_tail(const std::string& s) {
+  for (size_t back = 1; back <= 4 && back <= s.size(); ++back) {
+    const auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+// The recipient a header names ("assistant to=self" → "self"), and whether it is complete
+// (followed by whitespace).
+std::string recipient_of(const std::string& header, bool* complete) {
+  const size_t to = header.find("to=");
+  *complete = false;
+  if (to == std::string::npos) return {};
+  size_t end = to + 3;
+  while (end < header.size() && !is_space(header[end])) ++end;
+  *complete = end < header.size();
+  return header.substr(to + 3, end - to - 3);
+}
+
+}  // namespace
+
+int64_t ReasoningBudgets::for_level(std::string_view level) const {
+  if (level == "none" || level == "minimal") return tokens[0];
+  for (size_t i = 0; i < kLevels.size(); ++i)
+    if (level == kLevels[i]) return tokens[i];
+  fail("reasoning effort must be none, low, medium, high or xhigh (got '", std::string(level), "')");
+}
+
+ReasoningBudgets reasoning_budgets_from_metadata(const gguf::Metadata& meta) {
+  ReasoningBudgets b;
+  for (size_t i = 0; i < kLevels.size(); ++i)
+    if (const auto v = meta.get_u32_opt(std::string(kReasoningBudgetKeyPrefix) + kLevels[i])) b.tokens[i] = *v;
+  return b;
+}
+
+bool ThinkingBudget::supports(const text::Tokenizer& tok) {
+  for (const char* t : {"<|start|>", "<|message|>", "<|eom|>", "<|eot|>"})
+    if (!tok.find_token(t)) return false;
+  return true;
+}
+
+ThinkingBudget::ThinkingBudget(const text::Tokenizer& tok, int64_t budget, int64_t max_takeback)
+    : tok_(tok), budget_(budget), max_takeback_(max_takeback) {
+  SQZ_CHECK(supports(tok), "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens; "
+                           "this vocabulary lacks them");
+  SQZ_CHECK(budget >= 0, "the thinking budget must be >= 0 (got ", budget, ")");
+  start_ = *tok.find_token("<|start|>");
+  message_ = *tok.find_token("<|message|>");
+  eom_ = *tok.find_token("<|eom|>");
+  eot_ = *tok.find_token("<|eot|>");
+  assistant_ = tok.encode("assistant", {.add_special = false, .parse_special = false});
+  pieces_.resize(static_cast<size_t>(tok.n_vocab()));
+  for (int32_t id = 0; id < tok.n_vocab(); ++id)
+    if (tok.token_type(id) != text::TokenType::control) pieces_[static_cast<size_t>(id)] = tok.token_to_piece(id);
+  spent_ = budget == 0;
+}
+
+bool ThinkingBudget::starts_word(int32_t token) const {
+  const std::string& p = pieces_[static_cast<size_t>(token)];
+  return !p.empty() && is_space(p.front());
+}
+
+bool ThinkingBudget::self_header(const std::string& header) const {
+  bool complete = false;
+  return recipient_of(header, &complete) == "self";
+}
+
+void ThinkingBudget::mask(std::span<float> logits) const {
+  if (!spent_ || state_ != State::header) return;
+  // Any token that would make the header name `self`: the name completed, or <|message|>
+  // (or another control token) after it.
+  const bool named = self_header(header_);
+  for (size_t id = 0; id < logits.size() && id < pieces_.size(); ++id) {
+    if (tok_.token_type(static_cast<int32_t>(id)) == text::TokenType::control) {
+      if (named) logits[id] = -INFINITY;
+      continue;
+    }
+    if (self_header(header_ + pieces_[id])) logits[id] = -INFINITY;
+  }
+}
+
+void ThinkingBudget::release_through_boundary(Step& out) {
+  out.emit.insert(out.emit.end(), held_.begin(), held_.end());
+  held_.clear();
+}
+
+ThinkingBudget::Step ThinkingBudget::push(int32_t token) {
+  Step out;
+  const bool control = tok_.token_type(token) == text::TokenType::control;
+  switch (state_) {
+    case State::header:
+      if (token == message_) state_ = self_header(header_) ? State::thinking : State::body;
+      else if (token == eot_) state_ = State::done;
+      else if (token == start_) header_.clear();
+      else header_ += pieces_[static_cast<size_t>(token)];
+      out.emit.push_back(token);
+      return out;
+    case State::thinking: {
+      if (control) {  // the model ends its thinking itself (<|eom|>, <|eot|>, <|start|>)
+        release_through_boundary(out);
+        out.emit.push_back(token);
+        state_ = token == eom_ ? State::after_eom : token == eot_ ? State::done : State::header;
+        header_.clear();
+        return out;
+      }
+      const bool new_word = starts_word(token) ||
+                            (!held_.empty() && is_space(pieces_[static_cast<size_t>(held_.back())].back()));
+      if (used_ < budget_) {
+        if (new_word) release_through_boundary(out);
+        held_.push_back(token);
+        ++used_;
+        return out;
+      }
+      // Over budget: close at the last boundary at or before it.
+      out.close = true;
+      forced_ = true;
+      spent_ = true;
+      if (new_word || static_cast<int64_t>(held_.size()) > max_takeback_) {
+        // The held tokens end a word (or are too many to take back): keep them, less any
+        // bytes of an unfinished UTF-8 character at their end.
+        std::string text;
+        for (int32_t t : held_) text += pieces_[static_cast<size_t>(t)];
+        while (!held_.empty() && incomplete_utf8_tail(text) > 0) {
+          text.resize(text.size() - pieces_[static_cast<size_t>(held_.back())].size());
+          held_.pop_back();
+          ++out.take_back;
+        }
+      } else {
+        out.take_back = static_cast<int64_t>(held_.size());
+        held_.clear();
+      }
+      used_ -= out.take_back;
+      release_through_boundary(out);
+      out.force.push_back(eom_);
+      out.force.push_back(start_);
+      out.force.insert(out.force.end(), assistant_.begin(), assistant_.end());
+      state_ = State::header;
+      header_ = "assistant";
+      return out;
+    }
+    case State::body:
+      if (token == eom_) state_ = State::after_eom;
+      else if (token == eot_) state_ = State::done;
+      else if (token == start_) state_ = State::header, header_.clear();
+      out.emit.push_back(token);
+      return out;
+    case State::after_eom:
+      if (token == start_) state_ = State::header, header_.clear();
+      else if (token == eot_) state_ = State::done;
+      else if (!control) state_ = State::body;
+      out.emit.push_back(token);
+      return out;
+    case State::done:
+      out.emit.push_back(token);
+      return out;
+  }
+  return out;
+}
+
+std::vector<int32_t> ThinkingBudget::finish() {
+  std::vector<int32_t> out;
+  out.swap(held_);
+  return out;
+}
+
+}  // namespace squeeze::serve

@@ -1,0 +1,52 @@
+// tools/reasoning.cpp — reasoning effort options, budgets and output routing.
+#include "reasoning.h"
+
+#include "core/error.h"
+
+namespace squeeze::cli {
+
+void add_reasoning_options(Args& args) {
+  args.option({"--reasoning-effort"}, "LEVEL",
+              "reasoning effort: low, medium, high or xhigh (none and minimal: low); it reaches the model\n"
+              "through the chat template's 'Reasoning strength' line and sets the thinking budget",
+              "high")
+      .int_option({"--thinking-budget"}, "N",
+                  "thinking tokens per turn, replacing the level's (the model's squeeze.reasoning.budget.*\n"
+                  "or the built-in default); 0: no thinking",
+                  {0, kMaxTokens});
+}
+
+chat::Json ReasoningSettings::template_variables() const {
+  return {{"reasoning_strength", level}, {"reasoning_effort", level}};
+}
+
+std::unique_ptr<serve::ThinkingBudget> ReasoningSettings::new_turn(const text::Tokenizer& tok) const {
+  if (!muse || !budget) return nullptr;
+  return std::make_unique<serve::ThinkingBudget>(tok, *budget);
+}
+
+ReasoningSettings reasoning_settings(const Args& args, const model::Model& model) {
+  ReasoningSettings s;
+  std::string level = args.get("--reasoning-effort");
+  if (level == "none" || level == "minimal") level = "low";  // the lowest level, not the template's default
+  SQZ_CHECK(level == "low" || level == "medium" || level == "high" || level == "xhigh",
+            "--reasoning-effort must be none, minimal, low, medium, high or xhigh (got '", args.get("--reasoning-effort"), "')");
+  s.level = level;
+  s.muse = serve::ThinkingBudget::supports(model.tokenizer());
+  if (s.muse) {
+    s.budget = args.has("--thinking-budget") ? args.get_int("--thinking-budget")
+                                             : serve::reasoning_budgets_from_metadata(model.file().metadata()).for_level(level);
+  } else {
+    SQZ_CHECK(!args.has("--thinking-budget"), "--thinking-budget needs a model that thinks in Muse Glimmer's framing "
+                                              "(<|start|> <|message|> <|eom|> <|eot|>); this one does not");
+  }
+  return s;
+}
+
+void ThinkingPrinter::route(const chat::ParsedOutput& delta) {
+  if (!delta.reasoning.empty()) thinking_(delta.reasoning);
+  if (!delta.content.empty()) answer_(delta.content);
+  all_.append(delta);
+}
+
+}  // namespace squeeze::cli

@@ -1,0 +1,53 @@
+// tools/reasoning.h — reasoning effort in generate, chat and eval: the options, the
+// level's variables for the chat template, the thinking budget (GGUF defaults, command-line
+// override) and the split of Muse Glimmer's output into thinking and answer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "args.h"
+#include "chat/muse_glimmer_output.h"
+#include "chat/value.h"
+#include "model/model.h"
+#include "serve/thinking_budget.h"
+
+namespace squeeze::cli {
+
+// --reasoning-effort LEVEL, --thinking-budget N.
+void add_reasoning_options(Args& args);
+
+struct ReasoningSettings {
+  std::string level = "high";       // low … xhigh ("none" / "minimal" become low)
+  bool muse = false;                // the model thinks in Muse Glimmer's framing
+  std::optional<int64_t> budget;    // thinking tokens per turn (muse only)
+  chat::Json template_variables() const;  // reasoning_strength / reasoning_effort for the template
+  // A fresh per-turn counter (null without a budget).
+  std::unique_ptr<serve::ThinkingBudget> new_turn(const text::Tokenizer& tok) const;
+};
+
+// From the options and the model: the level's budget from the file's squeeze.reasoning.*
+// keys (or the built-in defaults), replaced by --thinking-budget. A budget for a model
+// without the framing is a one-line error.
+ReasoningSettings reasoning_settings(const Args& args, const model::Model& model);
+
+// Generated text (control tokens rendered) → thinking and answer, streamed to two sinks.
+class ThinkingPrinter {
+ public:
+  using Sink = std::function<void(const std::string&)>;
+  ThinkingPrinter(Sink thinking, Sink answer) : thinking_(std::move(thinking)), answer_(std::move(answer)) {}
+  void feed(const std::string& text) { route(parser_.feed(text)); }
+  void finish() { route(parser_.finish()); }
+  const chat::ParsedOutput& all() const { return all_; }
+
+ private:
+  void route(const chat::ParsedOutput& delta);
+  chat::MuseGlimmerOutputParser parser_;
+  chat::ParsedOutput all_;
+  Sink thinking_, answer_;
+};
+
+}  // namespace squeeze::cli
