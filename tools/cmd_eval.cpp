@@ -66,7 +66,7 @@ int run_eval(int argc, char** argv) {
   squeeze::cli::add_reasoning_options(args);
   if (!args.parse(argc, argv)) return 0;
   if (args.has("--reasoning")) return squeeze::cli::run_reasoning_eval(args);
-  for (const char* o : {"--reasoning-effort", "--thinking-budget", "--problems", "--answer-tokens", "--bootstrap", "--plot"})
+  for (const char* o : {"--reasoning-effort", "--thinking-budget", "--problems", "--answer-tokens", "--bootstrap", "--budget-sweep", "--plot"})
     SQZ_CHECK(!args.has(o), o, " needs --reasoning PROBLEMS.jsonl");
   const std::string model_path = args.get("--model"), text_path = args.get("--file");
   SQZ_CHECK(!model_path.empty(), "missing -m MODEL.gguf");

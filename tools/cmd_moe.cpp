@@ -78,7 +78,7 @@ cli::Args make_args(const char* sub, const char* what, const char* tokens, const
       .int_option({"--inter"}, "I", "expert intermediate size", {1, 1 << 20}, inter)
       .int_option({"--experts"}, "E", "experts", {1, 4096}, experts)
       .int_option({"--topk"}, "K", "experts per token (at most E)", {1, 4096}, topk)
-      .option({"--payload"}, "DTYPE", "bf16 | f32", "bf16")
+      .option({"--payload"}, "DTYPE", "bf16 | f32 | mxfp8 (E4M3 with one E8M0 scale per 32 values; H % 32 == 0)", "bf16")
       .option({"--scoring"}, "NAME", "softmax | sigmoid", "softmax")
       .flag({"--shared"}, "add a shared expert");
   return a;
@@ -111,7 +111,7 @@ int run_test(int argc, char** argv) {
         if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         if (rank != 0) continue;
 #endif
-        std::printf("%-16s %-5s %s  forward err %.2e  backward err %.2e  beyond bf16 flips %.2e (f32 bound %.2e)  %s\n",
+        std::printf("%-16s %-5s %s  forward err %.2e  backward err %.2e  beyond wire-rounding flips %.2e (f32 bound %.2e)  %s\n",
                     dispatch_style_name(ds), combine_style_name(cs), cfg.describe().c_str(), v.out_err, v.dx_err,
                     std::max(0.0, v.beyond_flips), v.tol, v.ok ? "ok" : "FAIL");
       }

@@ -163,7 +163,7 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
     if (!settled) commit_walk();
     if (!going) break;
   }
-  if (thinking) emit_all(thinking->finish());
+  if (thinking && checker.reason() == text::StopReason::none) emit_all(thinking->finish());  // a word cut by -n
   if (checker.reason() == text::StopReason::none) emit(checker.finish());
   return r;
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "chat/value.h"
@@ -97,6 +98,8 @@ void add_reasoning_eval_options(Args& args) {
       .int_option({"--problems"}, "N", "--reasoning: the first N problems (0: all)", {0, int64_t{1} << 32}, "0")
       .int_option({"--answer-tokens"}, "N", "--reasoning: tokens allowed after the thinking budget", {1, kMaxTokens}, "64")
       .int_option({"--bootstrap"}, "N", "--reasoning: bootstrap resamples of the intervals", {100, 1 << 24}, "2000")
+      .option({"--budget-sweep"}, "N1,N2,...", "--reasoning: the level of --reasoning-effort at each of these thinking\n"
+                                               "budgets instead of the levels (forced closes at work)")
       .option({"--plot"}, "FILE.png", "--reasoning: plot accuracy against mean thinking tokens");
 }
 
@@ -161,7 +164,20 @@ int run_reasoning_eval(const Args& args) {
   // One level when --reasoning-effort or --thinking-budget is given; else the no-thinking
   // baseline and every level at its budget.
   std::vector<Setting> settings;
-  if (args.has("--reasoning-effort") || args.has("--thinking-budget")) {
+  if (args.has("--budget-sweep")) {
+    SQZ_CHECK(!args.has("--thinking-budget"), "--budget-sweep gives the budgets: no --thinking-budget");
+    const std::string list = args.get("--budget-sweep");
+    for (size_t pos = 0; pos <= list.size();) {
+      const size_t comma = std::min(list.find(',', pos), list.size());
+      const std::string item = list.substr(pos, comma - pos);
+      char* end = nullptr;
+      const long long v = std::strtoll(item.c_str(), &end, 10);
+      SQZ_CHECK(!item.empty() && end == item.c_str() + item.size() && v >= 0 && v <= (1ll << 30),
+                "--budget-sweep: '", item, "' is not a token count (0 .. 2^30)");
+      settings.push_back({chosen.level + " at " + item, chosen.level, v});
+      pos = comma + 1;
+    }
+  } else if (args.has("--reasoning-effort") || args.has("--thinking-budget")) {
     settings.push_back({chosen.level + " (budget " + std::to_string(*chosen.budget) + ")", chosen.level, *chosen.budget});
   } else {
     const auto budgets = serve::reasoning_budgets_from_metadata(model->file().metadata());
@@ -250,10 +266,12 @@ int run_reasoning_eval(const Args& args) {
                                {"seconds", r.seconds}, {"accuracy_by_family", fam}});
   }
   if (results.size() > 1) {
-    // Neighbouring levels, and the top level against the no-thinking baseline.
+    // Neighbouring levels, and the top level against the no-thinking baseline (a sweep:
+    // neighbouring budgets).
+    const bool sweep = args.has("--budget-sweep");
     std::vector<std::pair<size_t, size_t>> pairs;
-    for (size_t i = 1; i + 1 < results.size(); ++i) pairs.push_back({i, i + 1});
-    pairs.push_back({0, results.size() - 1});
+    for (size_t i = sweep ? 0 : 1; i + 1 < results.size(); ++i) pairs.push_back({i, i + 1});
+    if (!sweep) pairs.push_back({0, results.size() - 1});
     std::printf("\n| paired difference | accuracy gain | 95%% interval (paired bootstrap) |\n|---|---|---|\n");
     for (const auto& [a, b] : pairs) {
       const auto va = correct_of(results[a]), vb = correct_of(results[b]);
@@ -271,7 +289,10 @@ int run_reasoning_eval(const Args& args) {
   if (args.has("--plot")) {
     std::vector<train::LabelledPoint> points;
     for (const auto& r : results)
-      points.push_back({r.mean_thinking(), 100 * r.accuracy(), r.setting.budget == 0 ? "none" : r.setting.level});
+      points.push_back({r.mean_thinking(), 100 * r.accuracy(),
+                        args.has("--budget-sweep") ? std::to_string(r.setting.budget)
+                        : r.setting.budget == 0    ? "none"
+                                                   : r.setting.level});
     train::write_point_plot(args.get("--plot"), points, "mean thinking tokens", "accuracy %",
                             "accuracy vs thinking: " + std::to_string(problems.size()) + " held-out problems");
   }

@@ -11,7 +11,7 @@
 namespace squeeze::mok {
 
 const char* scoring_name(Scoring s) { return s == Scoring::Softmax ? "softmax" : "sigmoid"; }
-const char* payload_name(Payload p) { return p == Payload::BF16 ? "bf16" : "f32"; }
+const char* payload_name(Payload p) { return p == Payload::BF16 ? "bf16" : p == Payload::F32 ? "f32" : "mxfp8"; }
 
 Scoring parse_scoring(const std::string& s) {
   if (s == "softmax") return Scoring::Softmax;
@@ -21,7 +21,8 @@ Scoring parse_scoring(const std::string& s) {
 Payload parse_payload(const std::string& s) {
   if (s == "bf16") return Payload::BF16;
   if (s == "f32") return Payload::F32;
-  fail("unknown payload '", s, "' (expected bf16 or f32)");
+  if (s == "mxfp8") return Payload::MXFP8;
+  fail("unknown payload '", s, "' (expected bf16, f32 or mxfp8)");
 }
 
 MoeConfig::MoeConfig(const MoeShape& s) : s_(s) {
@@ -32,6 +33,8 @@ MoeConfig::MoeConfig(const MoeShape& s) : s_(s) {
   SQZ_CHECK(s.hidden >= 1 && s.hidden <= kMaxDim, "moe config: hidden H=", s.hidden, " must be in [1, ", kMaxDim, "]");
   SQZ_CHECK(s.inter >= 1 && s.inter <= kMaxDim, "moe config: intermediate I=", s.inter, " must be in [1, ", kMaxDim,
             "]");
+  SQZ_CHECK(s.payload != Payload::MXFP8 || s.hidden % 32 == 0, "moe config: an mxfp8 payload needs H=", s.hidden,
+            " to be a multiple of 32 (the scale block)");
   SQZ_CHECK(s.n_experts >= 1 && s.n_experts <= 4096, "moe config: experts E=", s.n_experts, " must be in [1, 4096]");
   SQZ_CHECK(s.top_k >= 1 && s.top_k <= s.n_experts, "moe config: top-k K=", s.top_k, " must be in [1, E=", s.n_experts,
             "]");

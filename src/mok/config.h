@@ -9,8 +9,9 @@
 namespace squeeze::mok {
 
 enum class Scoring { Softmax, Sigmoid };
-// What travels between ranks: activations/gradients rounded to bf16, or exact f32.
-enum class Payload { BF16, F32 };
+// What travels between ranks: activations/gradients rounded to bf16, exact f32, or MXFP8
+// (mok/mxfp8.h: E4M3 elements, one E8M0 scale per 32; H must be a multiple of 32).
+enum class Payload { BF16, F32, MXFP8 };
 
 const char* scoring_name(Scoring s);
 const char* payload_name(Payload p);
@@ -47,7 +48,10 @@ class MoeConfig {
   int local_index(int expert) const { return expert % experts_per_rank(); }
 
   // Bytes of one token row on the wire.
-  size_t row_bytes() const { return static_cast<size_t>(s_.hidden) * (s_.payload == Payload::BF16 ? 2 : 4); }
+  size_t row_bytes() const {
+    const auto H = static_cast<size_t>(s_.hidden);
+    return s_.payload == Payload::F32 ? H * 4 : s_.payload == Payload::BF16 ? H * 2 : H + H / 32;
+  }
   // Most rows one source can send one destination: a token picks distinct experts.
   int64_t max_rows_per_pair() const;
   // Most rows one rank can receive in a dispatch (all sources, all local experts).

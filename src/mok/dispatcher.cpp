@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
+#include "mok/payload.h"
 
 namespace squeeze::mok {
 
@@ -32,14 +33,7 @@ CombineStyle parse_combine_style(const std::string& s) {
   fail("unknown combine style '", s, "' (expected push or pull)");
 }
 
-void DispatchHandle::rows_to_f32(const MoeConfig& cfg, float* out) const {
-  const int64_t n = n_rows() * cfg.H();
-  if (n == 0) return;
-  if (cfg.shape().payload == Payload::F32)
-    std::memcpy(out, rows_, size_t(n) * 4);
-  else
-    kernels::cpu::ops().bf16_to_f32(reinterpret_cast<const uint16_t*>(rows_), out, n);
-}
+void DispatchHandle::rows_to_f32(const MoeConfig& cfg, float* out) const { decode_rows(cfg, rows_, out, n_rows()); }
 
 Dispatcher::Dispatcher(const MoeConfig& cfg, Transport& t)
     : cfg_(cfg), t_(t), me_(t.rank()), R_(t.size()), EL_(cfg.experts_per_rank()), rb_(cfg.row_bytes()) {
@@ -100,22 +94,8 @@ void Dispatcher::mark_known() {
   timing_.known_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
 }
 
-void Dispatcher::to_payload(const float* src, std::byte* dst, int64_t rows) const {
-  const int64_t n = rows * cfg_.H();
-  if (n == 0) return;
-  if (cfg_.shape().payload == Payload::F32)
-    std::memcpy(dst, src, size_t(n) * 4);
-  else
-    kernels::cpu::ops().f32_to_bf16(src, reinterpret_cast<uint16_t*>(dst), n);
-}
-void Dispatcher::from_payload(const std::byte* src, float* dst, int64_t rows) const {
-  const int64_t n = rows * cfg_.H();
-  if (n == 0) return;
-  if (cfg_.shape().payload == Payload::F32)
-    std::memcpy(dst, src, size_t(n) * 4);
-  else
-    kernels::cpu::ops().bf16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, n);
-}
+void Dispatcher::to_payload(const float* src, std::byte* dst, int64_t rows) const { encode_rows(cfg_, src, dst, rows); }
+void Dispatcher::from_payload(const std::byte* src, float* dst, int64_t rows) const { decode_rows(cfg_, src, dst, rows); }
 
 void Dispatcher::prepare_home(DispatchHandle& h, const Routing& r) const {
   r.validate(cfg_);

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "kernels/cpu/ops.h"
+#include "mok/payload.h"
 
 namespace squeeze::mok {
 namespace {
@@ -45,10 +46,7 @@ Result run(const MoeConfig& cfg, const BenchOptions& opt) {
     auto t0 = Clock::now();
     for (size_t i = 0; i < order.size(); ++i) {
       const float* src = &x[size_t(order[i] / K) * size_t(cfg.H())];
-      if (cfg.shape().payload == Payload::F32)
-        std::memcpy(&sendbuf[i * rb], src, rb);
-      else
-        kernels::cpu::ops().f32_to_bf16(src, reinterpret_cast<uint16_t*>(&sendbuf[i * rb]), cfg.H());
+      encode_rows(cfg, src, &sendbuf[i * rb], 1);
     }
     MPI_Alltoall(cnt.data(), EL, MPI_INT, rcnt.data(), EL, MPI_INT, MPI_COMM_WORLD);
     std::vector<int> sc(static_cast<size_t>(R)), sd(static_cast<size_t>(R)), rc(static_cast<size_t>(R)), rd(static_cast<size_t>(R));

@@ -7,21 +7,66 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "mok/mxfp8.h"
 
 namespace squeeze::mok {
 namespace {
 
 double sigmoid(double a) { return 1.0 / (1.0 + std::exp(-a)); }
 
-// The wire rounding: the distributed layer holds f32 and sends bf16.
+// The wire rounding: the distributed layer holds f32 and sends bf16 (per value) or MXFP8
+// (per row: blocks of 32 share a scale), or nothing (f32, or emulation off).
 struct Rounder {
+  Payload payload;
   bool on;
-  double operator()(double v) const { return on ? double(bf16_to_f32(f32_to_bf16(float(v)))) : v; }
-  // The most a flip can change round(v) when the layer's value may be anywhere in
-  // v ± err: one bf16 ulp if that interval holds a rounding midpoint, else 0.
-  double flip(double v, double err) const {
-    if (!on || (*this)(v - err) == (*this)(v + err)) return 0;
-    return std::ldexp(1.0, std::ilogb(std::max(std::fabs(v) + err, 1e-30)) - 7);
+
+  // One MXFP8 element of x at the block scale 2^s.
+  static double mx(double x, int s) {
+    return double(e4m3_to_f32(f32_to_e4m3(float(x) * std::ldexp(1.0f, -s), true))) * std::ldexp(1.0, s);
+  }
+  static int mx_scale(double amax) { return amax > 0 ? mxfp8_scale_exponent(float(amax)) : -127; }
+
+  void round_row(std::vector<double>& v) const {
+    if (!on) return;
+    if (payload == Payload::BF16) {
+      for (double& x : v) x = double(bf16_to_f32(f32_to_bf16(float(x))));
+      return;
+    }
+    std::vector<float> f(v.begin(), v.end()), y(v.size());
+    std::vector<uint8_t> e(v.size()), sc(v.size() / size_t(kMxBlock));
+    mxfp8_reference().encode(f.data(), int64_t(f.size()), e.data(), sc.data());
+    mxfp8_reference().decode(e.data(), sc.data(), int64_t(f.size()), y.data());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = y[i];
+  }
+
+  // The most a rounding flip can change each rounded value when the layer's value may be
+  // anywhere in v ± err: 0 unless that interval holds a rounding midpoint (bf16: one ulp;
+  // MXFP8: the element's rounding at v ± err under every scale the block's amax allows).
+  std::vector<double> flips(const std::vector<double>& v, const std::vector<double>& err) const {
+    std::vector<double> out(v.size(), 0.0);
+    if (!on) return out;
+    if (payload == Payload::BF16) {
+      const auto r = [](double x) { return double(bf16_to_f32(f32_to_bf16(float(x)))); };
+      for (size_t i = 0; i < v.size(); ++i)
+        if (r(v[i] - err[i]) != r(v[i] + err[i]))
+          out[i] = std::ldexp(1.0, std::ilogb(std::max(std::fabs(v[i]) + err[i], 1e-30)) - 7);
+      return out;
+    }
+    for (size_t b = 0; b < v.size(); b += size_t(kMxBlock)) {
+      double lo = 0, hi = 0, amax = 0;
+      for (size_t i = b; i < b + size_t(kMxBlock); ++i) {
+        lo = std::max(lo, std::fabs(v[i]) - err[i]);
+        hi = std::max(hi, std::fabs(v[i]) + err[i]);
+        amax = std::max(amax, double(std::fabs(float(v[i]))));
+      }
+      const int s0 = mx_scale(amax), s_lo = mx_scale(float(lo)), s_hi = mx_scale(float(hi));
+      for (size_t i = b; i < b + size_t(kMxBlock); ++i) {
+        const double at = mx(v[i], s0);
+        for (int s : {s_lo, s_hi})
+          out[i] = std::max({out[i], std::fabs(mx(v[i] - err[i], s) - at), std::fabs(mx(v[i] + err[i], s) - at)});
+      }
+    }
+    return out;
   }
 };
 
@@ -127,7 +172,7 @@ void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x
   check_input(cfg, w, x);
   const int64_t H = cfg.H(), I = cfg.I(), N = int64_t(x.size()) / H;
   const int K = cfg.K();
-  const Rounder wire{opt.emulate_payload && cfg.shape().payload == Payload::BF16};
+  const Rounder wire{cfg.shape().payload, opt.emulate_payload && cfg.shape().payload != Payload::F32};
   if (res) res->out.assign(size_t(N * H), 0.0), res->out_flip.assign(size_t(N * H), 0.0), res->expert.clear(), res->gate.clear();
   if (grads) {
     grads->dx.assign(size_t(N * H), 0.0), grads->dw = RefWeights::zeros(cfg);
@@ -139,16 +184,17 @@ void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x
   const int64_t chain = H + I + cfg.E();
   for (int64_t t = 0; t < N; ++t) {
     std::vector<double> xt(x.begin() + t * H, x.begin() + (t + 1) * H), xr(static_cast<size_t>(H));
-    for (int64_t h = 0; h < H; ++h) xr[size_t(h)] = wire(xt[size_t(h)]);
+    xr = xt;
+    wire.round_row(xr);
     const Route r = route_token(cfg, w, xt.data());
     std::vector<std::vector<double>> ys, y_flip;
     std::vector<FfnTrace> traces;
     for (int k = 0; k < K; ++k) {
       traces.push_back(ffn(w.experts[size_t(r.sel[size_t(k)])], H, I, xr));
-      std::vector<double> y = traces.back().y, fl(static_cast<size_t>(H));
-      for (int64_t h = 0; h < H; ++h)
-        fl[size_t(h)] = wire.flip(y[size_t(h)], f32_err(chain, traces.back().y_abs[size_t(h)]));
-      for (double& v : y) v = wire(v);
+      std::vector<double> y = traces.back().y, err(static_cast<size_t>(H));
+      for (int64_t h = 0; h < H; ++h) err[size_t(h)] = f32_err(chain, traces.back().y_abs[size_t(h)]);
+      std::vector<double> fl = wire.flips(y, err);
+      wire.round_row(y);
       ys.push_back(std::move(y));
       y_flip.push_back(std::move(fl));
     }
@@ -168,7 +214,8 @@ void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x
     }
     if (!grads) continue;
     std::vector<double> d(dout->begin() + t * H, dout->begin() + (t + 1) * H), dr(static_cast<size_t>(H));
-    for (int64_t h = 0; h < H; ++h) dr[size_t(h)] = wire(d[size_t(h)]);
+    dr = d;
+    wire.round_row(dr);
     double* dx = &grads->dx[size_t(t * H)];
     double* dx_flip = &grads->dx_flip[size_t(t * H)];
     std::vector<double> dg(static_cast<size_t>(K)), dg_flip(static_cast<size_t>(K));
@@ -182,9 +229,13 @@ void run(const MoeConfig& cfg, const RefWeights& w, const std::vector<double>& x
       const int32_t e = r.sel[size_t(k)];
       auto dxk = ffn_backward(w.experts[size_t(e)], grads->dw.experts[size_t(e)], H, I, xr, traces[size_t(k)], dy,
                               &dxk_abs);
+      std::vector<double> err(static_cast<size_t>(H));
+      for (int64_t h = 0; h < H; ++h) err[size_t(h)] = f32_err(2 * chain, dxk_abs[size_t(h)]);
+      const std::vector<double> fl = wire.flips(dxk, err);
+      wire.round_row(dxk);
       for (int64_t h = 0; h < H; ++h) {
-        dx[h] += wire(dxk[size_t(h)]);
-        dx_flip[h] += wire.flip(dxk[size_t(h)], f32_err(2 * chain, dxk_abs[size_t(h)]));
+        dx[h] += dxk[size_t(h)];
+        dx_flip[h] += fl[size_t(h)];
       }
     }
     if (cfg.shape().shared_expert) {

@@ -35,7 +35,7 @@ struct ReferenceGrads {
 };
 
 struct ReferenceOptions {
-  bool emulate_payload = true;   // round like the wire when cfg's payload is bf16
+  bool emulate_payload = true;   // round like the wire when cfg's payload is bf16 or MXFP8
 };
 
 // The f32 part of the layer-vs-reference bound, norm-wise (relative to max(1, max|ref|)):

@@ -138,16 +138,18 @@ ReasoningProblem counting(text::Rng& rng, int difficulty) {
   }
   const int64_t total = std::count(word.begin(), word.end(), letter);
   const std::string l(1, letter);
-  p.question = "How many times does the letter \"" + l + "\" appear in \"" + word + "\"?";
+  // The word is given spelled out: counting, not spelling a made-up word from its
+  // tokens, is the task.
+  std::string spelled;
+  for (char ch : word) spelled += std::string(spelled.empty() ? "" : " ") + ch;
+  p.question = "How many times does the letter \"" + l + "\" appear in " + spelled + "?";
   p.answer = std::to_string(total);
   for (size_t e = 0; e < 4; ++e) {
     const int64_t c = kChunk[e] + (kChunk[e] > 1 ? 1 : 0);  // letters per step: 4, 3, 1, 1
     std::string t;
     int64_t running = 0;
     if (e == static_cast<size_t>(Effort::xhigh)) {
-      t = "Spell " + word + ":";
-      for (char ch : word) t += std::string(" ") + ch;
-      t += ". Count \"" + l + "\" letter by letter.";
+      t = std::to_string(word.size()) + " letters. Count \"" + l + "\" letter by letter.";
     }
     for (size_t i = 0; i < word.size(); i += static_cast<size_t>(c)) {
       const std::string piece = word.substr(i, static_cast<size_t>(c));

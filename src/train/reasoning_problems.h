@@ -2,7 +2,7 @@
 // solutions at four granularities, the data of the reasoning-effort model.
 //
 // Four families, each at difficulty 1..4: column addition (2..5 digits), multiplication of
-// a 2..5-digit number by one digit, counting a letter in a word (5..12 letters) and sorting
+// a 2..5-digit number by one digit, counting a letter in a made-up word given letter by letter (5..16 letters) and sorting
 // 3..6 two-digit numbers. Every level's trace reaches the answer; they differ in how much
 // is done per written step, so a small model gets more right the finer its steps:
 //   low     few big steps (columns in chunks of 3 digits, letters in chunks of 4, ...)

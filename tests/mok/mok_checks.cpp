@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "mok/payload.h"
 #include "mok/reference.h"
 
 namespace squeeze::mok::testing {
@@ -67,6 +68,20 @@ float tag(int rank, int64_t t, int64_t h) {
   if (h == 1) return float(t);
   return float((rank * 37 + t * 11 + h) % 200);
 }
+// `rows` as they arrive after one trip over the wire (the identity for bf16 and f32 tags;
+// MXFP8 rounds them to its blocks' grids).
+std::vector<float> over_wire(const MoeConfig& cfg, const std::vector<float>& rows) {
+  std::vector<std::byte> wire(rows.size() / size_t(cfg.H()) * cfg.row_bytes());
+  std::vector<float> out(rows.size());
+  encode_rows(cfg, rows.data(), wire.data(), int64_t(rows.size()) / cfg.H());
+  decode_rows(cfg, wire.data(), out.data(), int64_t(rows.size()) / cfg.H());
+  return out;
+}
+std::vector<float> tag_row(int rank, int64_t t, int64_t H) {
+  std::vector<float> row(static_cast<size_t>(H));
+  for (int64_t h = 0; h < H; ++h) row[size_t(h)] = tag(rank, t, h);
+  return row;
+}
 }  // namespace
 
 void check_dispatch_tagged(Transport& tr, const MoeConfig& cfg, DispatchStyle ds, CombineStyle cs, RouteMode mode,
@@ -111,8 +126,9 @@ void check_dispatch_tagged(Transport& tr, const MoeConfig& cfg, DispatchStyle ds
       SQZ_CHECK(h.src_rank[i] == w.s && h.src_index[i] == w.t && h.src_slot[i] == w.k && h.row_gate[i] == w.g,
                 "rank ", me, " row ", i, ": metadata (", h.src_rank[i], ",", h.src_index[i], ",", h.src_slot[i],
                 ") expected (", w.s, ",", w.t, ",", w.k, ")");
+      const std::vector<float> expect = over_wire(cfg, tag_row(w.s, w.t, H));
       for (int64_t c = 0; c < H; ++c)
-        SQZ_CHECK(rows[i * size_t(H) + size_t(c)] == tag(w.s, w.t, c), "rank ", me, " row ", i, " column ", c,
+        SQZ_CHECK(rows[i * size_t(H) + size_t(c)] == expect[size_t(c)], "rank ", me, " row ", i, " column ", c,
                   ": payload ", rows[i * size_t(H) + size_t(c)], " is not from rank ", w.s, " token ", w.t);
     }
     // Global counts: summed over ranks, each expert got exactly what was routed to it.
@@ -129,17 +145,19 @@ void check_dispatch_tagged(Transport& tr, const MoeConfig& cfg, DispatchStyle ds
     SQZ_CHECK(rows.empty() || std::memcmp(again.data(), rows.data(), rows.size() * 4) == 0, "rank ", me,
               ": cached dispatch differs from the forward rows");
 
-    // Combine of the identity "expert": K copies unweighted; the gate-sum (= x) weighted.
+    // Combine of the identity "expert": K copies unweighted; the gate-sum (= x) weighted;
+    // x as it comes back after two trips over the wire.
+    const std::vector<float> back = over_wire(cfg, over_wire(cfg, x));
     std::vector<float> sum(size_t(mine.tokens * H)), slots(size_t(mine.tokens * K * H));
     d.combine(cs, h, rows.data(), {slots.data(), sum.data(), false});
     for (size_t i = 0; i < sum.size(); ++i)
-      SQZ_CHECK(sum[i] == float(K) * x[i] && slots[(i / size_t(H)) * size_t(K * H) + i % size_t(H)] == x[i], "rank ",
-                me, ": unweighted combine value ", i, " is ", sum[i], ", expected ", float(K) * x[i]);
+      SQZ_CHECK(sum[i] == float(K) * back[i] && slots[(i / size_t(H)) * size_t(K * H) + i % size_t(H)] == back[i],
+                "rank ", me, ": unweighted combine value ", i, " is ", sum[i], ", expected ", float(K) * back[i]);
     d.combine(cs, h, rows.data(), {nullptr, sum.data(), true});
     for (size_t i = 0; i < sum.size(); ++i) {
       // Gates sum to 1 per token; K f32 products of exact integers: a few ulps.
-      SQZ_CHECK(std::fabs(sum[i] - x[i]) <= 4 * K * 1.2e-7f * std::fabs(x[i]), "rank ", me, ": weighted combine ",
-                sum[i], " vs ", x[i]);
+      SQZ_CHECK(std::fabs(sum[i] - back[i]) <= 4 * K * 1.2e-7f * std::fabs(back[i]), "rank ", me,
+                ": weighted combine ", sum[i], " vs ", back[i]);
     }
     tr.barrier();
   }

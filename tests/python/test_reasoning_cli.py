@@ -45,9 +45,9 @@ def solve(question):
     m = re.fullmatch(r"What is (\d+) x (\d)\?", question)
     if m:
         return str(int(m[1]) * int(m[2]))
-    m = re.fullmatch(r'How many times does the letter "([a-z])" appear in "([a-z]+)"\?', question)
+    m = re.fullmatch(r'How many times does the letter "([a-z])" appear in ((?:[a-z] )*[a-z])\?', question)
     if m:
-        return str(m[2].count(m[1]))
+        return str(m[2].split().count(m[1]))
     m = re.fullmatch(r"Sort ([\d, ]+) from smallest to largest\.", question)
     if m:
         return ", ".join(str(x) for x in sorted(int(x) for x in m[1].split(", ")))

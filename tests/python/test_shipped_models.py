@@ -172,3 +172,29 @@ def test_drafter_is_lossless_and_keeps_its_acceptance():
             assert cells[-1] == "16/16"  # every output equal to plain decoding's
     assert tau["dflash B=16"] == pytest.approx(expected["tau_block16_greedy"], abs=0.3)
     assert tau["dflash B=3"] == pytest.approx(expected["tau_block3_greedy"], abs=0.15)
+
+
+REASONER = ROOT / "models/muse-glimmer-reasoning.q8_0.gguf"
+
+
+def test_reasoning_model_keeps_its_curve(tmp_path):
+    """The reasoning model's metadata (budgets, template) and its accuracy on the first 100
+    held-out problems with no thinking and at xhigh, against models/expected-eval.json
+    (greedy; ±6 points for kernels that round differently on other CPUs)."""
+    m, params = meta(REASONER)
+    assert m["general.architecture"] == "muse-glimmer" and 6e6 < params < 8e6
+    budgets = [m[f"squeeze.reasoning.budget.{lvl}"] for lvl in ("low", "medium", "high", "xhigh")]
+    assert budgets == sorted(budgets) and budgets[0] > 0
+    assert "Reasoning strength" in m["tokenizer.chat_template"]
+    expected = json.loads((ROOT / "models/expected-eval.json").read_text())["muse-glimmer-reasoning"]
+    problems = tmp_path / "test.jsonl"
+    run("reasoning-data", "--split", "test", "--count", 100, "--seed", 303, "-o", problems)
+    got = {}
+    for name, extra in (("none", ("--thinking-budget", 0)), ("xhigh", ("--reasoning-effort", "xhigh"))):
+        js = tmp_path / f"{name}.json"
+        run("eval", "-m", REASONER, "--reasoning", problems, *extra, "--json", js, "--bootstrap", 100)
+        s = json.loads(js.read_text())["settings"][0]
+        assert s["over_budget"] == 0 and s["no_answer"] == 0, s
+        got[name] = s["accuracy"]
+    assert got["none"] == pytest.approx(expected["accuracy_none_first100"], abs=0.06), got
+    assert got["xhigh"] == pytest.approx(expected["accuracy_xhigh_first100"], abs=0.06), got
