@@ -28,11 +28,11 @@ done
 python3 - "$raw" "$REPS" "$RANKS" <<'PY'
 import collections, re, statistics, sys
 raw, reps, ranks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-cols = ["signal_us", "known_us", "dispatch_us", "GB/s", "combine_us", "GB/s", "payload_KB", "meta_KB"]
+cols = ["signal_us", "known_us", "dispatch_us", "GB/s", "combine_us", "GB/s", "payload_KB", "meta_KB", "ops", "rtts"]
 cells = collections.defaultdict(list)
 order, shape = [], ""
 num = r"(-?[0-9.]+|nan|-)"
-row_re = re.compile(r"^(\S+)\s+(\S+)\s+(.+?)\s+" + r"\s+".join([num] * 8) + r"\s*$")
+row_re = re.compile(r"^(\S+)\s+(\S+)\s+(.+?)\s+" + r"\s+".join([num] * 10) + r"\s*$")
 for line in open(raw):
     if line.startswith("# "):
         shape = line[2:].split(", transport")[0].strip()

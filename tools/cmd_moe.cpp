@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "mok/bench.h"
 #include "mok/inproc_transport.h"
+#include "mok/link_model.h"
 #ifdef SQUEEZE_HAVE_MPI
 #include "mok/mpi_alltoallv.h"
 #include "mok/mpi_transport.h"
@@ -19,10 +20,28 @@ namespace {
 using namespace squeeze;
 using namespace squeeze::mok;
 
-// Runs fn on every rank of the chosen transport (in-process: R threads; MPI: this process).
-void on_ranks(const std::string& transport, int ranks, const std::function<void(Transport&)>& fn) {
+// --link, --link-latency-us, --link-gbps → the link model (none: the real transport alone).
+LinkModel link_from(const cli::Args& a) {
+  LinkModel m = link_preset(a.get("--link"));
+  if (a.has("--link-latency-us") || a.has("--link-gbps")) {
+    if (!m.enabled()) m.name = "custom";
+    if (a.has("--link-latency-us")) m.latency_us = a.get_double("--link-latency-us");
+    if (a.has("--link-gbps")) m.gbps = a.get_double("--link-gbps");
+    SQZ_CHECK(m.gbps > 0, "--link-latency-us without a preset needs --link-gbps");
+  }
+  return m;
+}
+
+// Runs fn on every rank of the chosen transport (in-process: R threads; MPI: this
+// process), through the link model when one is set.
+void on_ranks(const std::string& transport, int ranks, const LinkModel& link, const std::function<void(Transport&)>& fn) {
+  const auto run = [&](Transport& t) {
+    if (!link.enabled()) return fn(t);
+    LinkModelTransport modelled(t, link);
+    fn(modelled);
+  };
   if (transport == "inproc") {
-    run_inproc_ranks_or_throw(ranks, fn, std::chrono::seconds(60));
+    run_inproc_ranks_or_throw(ranks, run, std::chrono::seconds(60));
     return;
   }
 #ifdef SQUEEZE_HAVE_MPI
@@ -30,7 +49,7 @@ void on_ranks(const std::string& transport, int ranks, const std::function<void(
     ensure_mpi_initialised();
     auto t = make_mpi_transport(transport == "mpi-shm" ? MpiMode::Shm : MpiMode::Rma);
     t->set_timeout(std::chrono::seconds(60));
-    fn(*t);
+    run(*t);
     return;
   }
 #endif
@@ -80,7 +99,11 @@ cli::Args make_args(const char* sub, const char* what, const char* tokens, const
       .int_option({"--topk"}, "K", "experts per token (at most E)", {1, 4096}, topk)
       .option({"--payload"}, "DTYPE", "bf16 | f32 | mxfp8 (E4M3 with one E8M0 scale per 32 values; H % 32 == 0)", "bf16")
       .option({"--scoring"}, "NAME", "softmax | sigmoid", "softmax")
-      .flag({"--shared"}, "add a shared expert");
+      .flag({"--shared"}, "add a shared expert")
+      .option({"--link"}, "MODEL", "charge remote operations a modelled link: none | nvlink (1 µs, 160 GB/s) |\n"
+                                    "ib (2 µs, 50 GB/s) (mok/link_model.h)", "none")
+      .real_option({"--link-latency-us"}, "A", "the link model's one-way latency α (µs)", {.min = 0, .max = 1e6})
+      .real_option({"--link-gbps"}, "B", "the link model's bandwidth β per peer (GB/s)", {.min = 0, .max = 1e6, .min_open = true});
   return a;
 }
 
@@ -96,7 +119,7 @@ int run_test(int argc, char** argv) {
     for (auto cs : {CombineStyle::Pull, CombineStyle::Push}) {
       VerifyResult v;
       std::mutex m;
-      on_ranks(tr, R, [&](Transport& t) {
+      on_ranks(tr, R, link_from(a), [&](Transport& t) {
         auto r = verify_layer(t, cfg, {ds, cs}, 42);
         // verify_layer all-reduces the errors, so every rank holds the same verdict.
         // In-process, rank 0's thread reports it; under MPI this process is one rank
@@ -137,10 +160,13 @@ int run_bench(int argc, char** argv) {
   opt.shape = shape_from(a, R);
   const MoeConfig cfg(opt.shape);
   opt.iters = a.get_int32("--iters");
+  const LinkModel link = link_from(a);
   if (rank == 0) {
-    std::printf("# %s, transport %s\n", cfg.describe().c_str(), tr.c_str());
-    std::printf("%-8s %-9s %-26s %9s %9s %11s %8s %11s %8s %10s %8s\n", "transport", "routing", "method",
-                "signal_us", "known_us", "dispatch_us", "GB/s", "combine_us", "GB/s", "payload_KB", "meta_KB");
+    std::printf("# %s, transport %s", cfg.describe().c_str(), tr.c_str());
+    if (link.enabled()) std::printf(", link model %s (α %.2f µs, β %.1f GB/s)", link.name.c_str(), link.latency_us, link.gbps);
+    std::printf("\n%-8s %-9s %-26s %9s %9s %11s %8s %11s %8s %10s %8s %7s %7s\n", "transport", "routing", "method",
+                "signal_us", "known_us", "dispatch_us", "GB/s", "combine_us", "GB/s", "payload_KB", "meta_KB", "ops",
+                "rtts");
   }
   const std::string list = a.get("--routing");
   for (const std::string name : {"balanced", "skewed"}) {
@@ -149,7 +175,7 @@ int run_bench(int argc, char** argv) {
     opt.skew = name == "skewed" ? a.get_double("--skew") : 0.0;
     std::vector<BenchRow> rows;
     std::mutex m;
-    on_ranks(tr, R, [&](Transport& t) {
+    on_ranks(tr, R, link, [&](Transport& t) {
       auto r = bench_dispatch(t, opt);
       std::lock_guard<std::mutex> lock(m);
       if (t.rank() == 0) rows = r;
@@ -159,9 +185,9 @@ int run_bench(int argc, char** argv) {
 #endif
     if (rank != 0) continue;
     for (const auto& r : rows)
-      std::printf("%-8s %-9s %-26s %9.1f %9.1f %11.1f %8.2f %11.1f %8.2f %10.1f %8.1f\n", r.transport.c_str(),
+      std::printf("%-8s %-9s %-26s %9.1f %9.1f %11.1f %8.2f %11.1f %8.2f %10.1f %8.1f %7.1f %7.1f\n", r.transport.c_str(),
                   r.routing.c_str(), r.method.c_str(), r.signal_us, r.known_us, r.dispatch_us, r.dispatch_gbs,
-                  r.combine_us, r.combine_gbs, r.payload_kb, r.meta_kb);
+                  r.combine_us, r.combine_gbs, r.payload_kb, r.meta_kb, r.remote_ops, r.round_trips);
     std::fflush(stdout);
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "mok/link_model.h"
 #include "mok/reference.h"
 
 namespace squeeze::mok {
@@ -50,7 +51,13 @@ struct Timed {
   double dispatch_s, combine_s, known_s;
   Traffic traffic;
   double recv_bytes;  // all ranks
+  LinkStats link;     // one dispatch's remote operations on this rank (link-modelled transports)
 };
+
+LinkStats link_stats(Transport& t) {
+  const auto* lm = dynamic_cast<const LinkModelTransport*>(&t);
+  return lm ? lm->stats() : LinkStats{};
+}
 
 // One measured round per iteration: barrier, dispatch, barrier, combine; each phase's
 // time is the slowest rank's.
@@ -63,13 +70,16 @@ Timed run_style(Transport& t, const MoeConfig& cfg, DispatchStyle ds, CombineSty
   for (float& v : x) v = u(rng);
   std::vector<double> ds_t, cs_t, known_t;
   Traffic traffic;
+  LinkStats link;
   double recv_rows = 0;
   for (int it = 0; it < opt.warmup + opt.iters; ++it) {
     d.barrier();
     d.clear_traffic();
+    const LinkStats before = link_stats(t);
     auto t0 = Clock::now();
     DispatchHandle h = d.dispatch(ds, x.data(), r);
     double v[2] = {since(t0), d.last_timing().known_s};
+    const LinkStats after = link_stats(t);
     const Traffic tr = d.traffic();
     rows.resize(size_t(h.n_rows() * cfg.H()));
     h.rows_to_f32(cfg, rows.data());  // stands in for the experts (identity)
@@ -85,10 +95,12 @@ Timed run_style(Transport& t, const MoeConfig& cfg, DispatchStyle ds, CombineSty
     known_t.push_back(v[1]);
     cs_t.push_back(c);
     traffic = tr;
+    link = {after.gets - before.gets, after.puts - before.puts, after.flag_updates - before.flag_updates,
+            after.flag_reads - before.flag_reads, after.remote_bytes - before.remote_bytes, 0};
     recv_rows = double(h.n_rows());
   }
   t.allreduce(&recv_rows, 1, ReduceOp::Sum);
-  return {median(ds_t), median(cs_t), median(known_t), traffic, recv_rows * double(cfg.row_bytes())};
+  return {median(ds_t), median(cs_t), median(known_t), traffic, recv_rows * double(cfg.row_bytes()), link};
 }
 }  // namespace
 
@@ -119,6 +131,12 @@ std::vector<BenchRow> bench_dispatch(Transport& t, const BenchOptions& opt) {
     row.combine_gbs = f.recv_bytes / f.combine_s / 1e9;
     row.payload_kb = kb[0] / t.size();
     row.meta_kb = kb[1] / t.size();
+    // Per rank per dispatch (the tiny-payload run: the protocol's operations, not the
+    // payload's): operations and round trips, averaged over ranks.
+    double ops[2] = {double(s.link.ops()), double(s.link.round_trips())};
+    t.allreduce(ops, 2, ReduceOp::Sum);
+    row.remote_ops = ops[0] / t.size();
+    row.round_trips = ops[1] / t.size();
     rows.push_back(row);
   }
   return rows;

@@ -32,6 +32,9 @@ struct BenchRow {
   double dispatch_us = 0, combine_us = 0;  // full payload, median of max over ranks
   double dispatch_gbs = 0, combine_gbs = 0;  // received payload bytes (all ranks, incl. local) / time
   double payload_kb = 0, meta_kb = 0;        // per rank per dispatch, to/from other ranks
+  // With a link-modelled transport (mok/link_model.h), per rank per tiny-payload dispatch:
+  // remote gets + puts + flag updates, and round trips (gets + remote flag polls).
+  double remote_ops = 0, round_trips = 0;
 };
 
 // Pull, push-negotiated and push-private (each with its matching combine).
