@@ -8,7 +8,7 @@
 namespace squeeze::mok {
 
 // Owner puts each output row into slot (token, k) of its home rank, then signals it.
-void Dispatcher::combine_push(const DispatchHandle& h, std::vector<std::byte>& slots) {
+const std::byte* Dispatcher::combine_push(const DispatchHandle& h) {
   const uint64_t epoch = ++cpush_epoch_;
   const int K = cfg_.K();
   for (int64_t i = 0; i < h.n_rows(); ++i)
@@ -17,20 +17,19 @@ void Dispatcher::combine_push(const DispatchHandle& h, std::vector<std::byte>& s
   t_.flush();
   for (int i = 0; i < R_; ++i) signal((me_ + i) % R_, f_comb_push_, me_);
   for (int s = 0; s < R_; ++s) t_.wait_round(me_, f_comb_push_, s, epoch, s, "push combine: rows");
-  slots.resize(size_t(h.tokens * K) * rb_);
-  if (!slots.empty()) std::memcpy(slots.data(), t_.local(comb_recv_), slots.size());
+  return t_.local(comb_recv_);
 }
 
 // Owner publishes its output rows in place (expert order) and raises one flag; each home
 // rank gets its segments, one get per (owner, expert), and scatters them to its slots.
-void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows, std::vector<std::byte>& slots) {
+const std::byte* Dispatcher::combine_pull(const DispatchHandle& h, const float* rows) {
   to_payload(rows, t_.local(out_pub_), h.n_rows());
   std::memcpy(t_.local(seg_pub_), h.seg_start.data(), h.seg_start.size() * 8);
   const uint64_t epoch = ++cpub_epoch_;
   t_.flag_add(me_, f_comb_pub_, 0, 1);
 
   const int K = cfg_.K();
-  slots.resize(size_t(h.tokens * K) * rb_);
+  if (slots_.size() < size_t(h.tokens * K) * rb_) slots_.resize(size_t(h.tokens * K) * rb_);
   std::vector<int64_t> seg(size_t(EL_ * R_ + 1));
   for (int i = 0; i < R_; ++i) {
     const int d = (me_ + i) % R_;
@@ -52,22 +51,24 @@ void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows, std::v
     }
     t_.flush();
     for (int64_t j = 0; j < n; ++j)
-      std::memcpy(slots.data() + (size_t(h.send_rows[size_t(b + j)]) * rb_), staging_.data() + (size_t(j) * rb_), rb_);
+      std::memcpy(slots_.data() + (size_t(h.send_rows[size_t(b + j)]) * rb_), staging_.data() + (size_t(j) * rb_), rb_);
   }
+  return slots_.data();
 }
 
 void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const float* rows, const CombineOut& out) {
   SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "combine: the handle is not from a dispatch");
-  std::vector<std::byte> slots;
   begin_round(f_combine_credit_, combine_round_, "combine: previous round consumed");
+  const std::byte* slots = nullptr;
   if (style == CombineStyle::Push) {
     staging_.resize(size_t(h.n_rows()) * rb_);
     to_payload(rows, staging_.data(), h.n_rows());
-    combine_push(h, slots);
+    slots = combine_push(h);
   } else {
-    combine_pull(h, rows, slots);
+    slots = combine_pull(h, rows);
   }
-  end_round(f_combine_credit_);  // slots hold copies: this round's buffers are free again
+  // The sum reads the slots in place (push: the receive buffer itself), so this round's
+  // buffers are released only after it.
   const int64_t H = cfg_.H();
   const int K = cfg_.K();
   std::vector<float> tmp(static_cast<size_t>(H));
@@ -75,13 +76,14 @@ void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const floa
     if (out.out) std::memset(out.out + t * H, 0, size_t(H) * 4);
     for (int k = 0; k < K; ++k) {
       float* row = out.slot_rows ? out.slot_rows + (t * K + k) * H : tmp.data();
-      from_payload(slots.data() + (size_t(t * K + k) * rb_), row, 1);
+      from_payload(slots + (size_t(t * K + k) * rb_), row, 1);
       if (!out.out) continue;
       const float w = out.weighted ? h.gate[size_t(t * K + k)] : 1.0f;
       float* o = out.out + t * H;
       for (int64_t i = 0; i < H; ++i) o[i] += w * row[i];
     }
   }
+  end_round(f_combine_credit_);
 }
 
 }  // namespace squeeze::mok

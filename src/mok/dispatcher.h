@@ -135,8 +135,10 @@ class Dispatcher {
   void dispatch_push_private(DispatchHandle& h, const float* x);
   uint64_t send_private(const DispatchHandle& h, const float* x, bool with_meta);
   void collect_private(const DispatchHandle& h, std::byte* dst_rows, DispatchHandle* meta_out);
-  void combine_push(const DispatchHandle& h, std::vector<std::byte>& slots);
-  void combine_pull(const DispatchHandle& h, const float* rows, std::vector<std::byte>& slots);
+  // Both return the (token, k) slots' rows in payload format: push reads them where they
+  // landed (comb_recv_), pull gathers them into slots_.
+  const std::byte* combine_push(const DispatchHandle& h);
+  const std::byte* combine_pull(const DispatchHandle& h, const float* rows);
 
   MoeConfig cfg_;
   Transport& t_;
@@ -151,6 +153,7 @@ class Dispatcher {
   FlagId f_dispatch_credit_, f_combine_credit_;
   uint64_t dispatch_round_ = 0, combine_round_ = 0;
   std::vector<std::byte> staging_;
+  std::vector<std::byte> slots_;  // pull combine's gathered slots; kept so that its pages stay mapped
   Traffic traffic_;
   DispatchTiming timing_;
   std::chrono::steady_clock::time_point t_start_;
