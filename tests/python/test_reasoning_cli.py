@@ -133,7 +133,7 @@ def test_effort_reaches_the_model_through_the_template(tmp_path, level):
     r = squeeze("generate", "-m", MODEL, "--chat", "-p", "What is 12 + 30?", "-n", 1, "--temp", 0,
                 "--reasoning-effort", level, "--dump", d)
     assert r.returncode == 0, r.stderr
-    ids = ",".join(str(int(x)) for x in np.load(d / "tokens.npy").ravel())
+    ids = " ".join(str(int(x)) for x in np.load(d / "tokens.npy").ravel())
     text = squeeze("tokenize", "-m", MODEL, "--decode", "-p", ids).stdout
     assert f"Reasoning strength: {level}." in text
     assert "Reasoning strength" in text and text.count("Reasoning strength") == 1
@@ -218,15 +218,16 @@ def test_server_enforces_the_budget_and_returns_reasoning_content():
             model=MODEL.name, messages=[{"role": "user", "content": "What is 4821 + 3967?"}], temperature=0,
             max_tokens=400, **kw)
         full = ask(reasoning_effort="xhigh")
-        full_thinking = full.choices[0].message.reasoning_content
+        thinking_of = lambda r: getattr(r.choices[0].message, "reasoning_content", None) or ""
+        full_thinking = thinking_of(full)
         assert full_thinking and full.choices[0].message.content
         cut = ask(reasoning_effort="xhigh", extra_body={"thinking_budget": 10})
-        thinking = cut.choices[0].message.reasoning_content or ""
+        thinking = thinking_of(cut)
         assert full_thinking.startswith(thinking) and (thinking == "" or full_thinking[len(thinking)] == " ")
         assert cut.usage.completion_tokens_details.reasoning_tokens <= 10
         assert cut.choices[0].message.content.strip() != ""
         none = ask(extra_body={"thinking_budget": 0})
-        assert not none.choices[0].message.reasoning_content and none.choices[0].message.content.strip()
+        assert thinking_of(none) == "" and none.choices[0].message.content.strip()
         # Streaming gives the same split.
         stream = client.chat.completions.create(
             model=MODEL.name, messages=[{"role": "user", "content": "What is 4821 + 3967?"}], temperature=0,
@@ -242,3 +243,17 @@ def test_server_enforces_the_budget_and_returns_reasoning_content():
             ask(extra_body={"thinking_budget": -1})
     finally:
         assert s.stop() == 0, "".join(s.log)
+
+
+@needs_model
+def test_chat_keeps_the_budget_per_turn_and_shows_thinking_apart():
+    r = squeeze("chat", "-m", MODEL, "--temp", 0, "-n", 300, "--reasoning-effort", "xhigh", "--thinking-budget", 12,
+                input="What is 4821 + 3967?\nSort 52, 17, 86, 33 from smallest to largest.\n")
+    assert r.returncode == 0, r.stderr
+    notes = re.findall(r"\[thinking: (\d+) tokens of a budget of 12(, closed by the budget)?\]", r.stderr)
+    assert len(notes) == 2, r.stderr  # one counter per turn
+    for used, closed in notes:
+        assert int(used) <= 12 and closed
+    answers = [line for line in r.stdout.splitlines() if line.strip()]
+    assert len(answers) == 2, r.stdout  # the thinking is not in the answers
+    assert "write" not in r.stdout and "Written" not in r.stdout
