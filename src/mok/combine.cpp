@@ -8,7 +8,7 @@
 namespace squeeze::mok {
 
 // Owner puts each output row into slot (token, k) of its home rank, then signals it.
-const std::byte* Dispatcher::combine_push(const DispatchHandle& h) {
+void Dispatcher::combine_push(const DispatchHandle& h) {
   const uint64_t epoch = ++cpush_epoch_;
   const int K = cfg_.K();
   for (int64_t i = 0; i < h.n_rows(); ++i)
@@ -17,19 +17,23 @@ const std::byte* Dispatcher::combine_push(const DispatchHandle& h) {
   t_.flush();
   for (int i = 0; i < R_; ++i) signal((me_ + i) % R_, f_comb_push_, me_);
   for (int s = 0; s < R_; ++s) t_.wait_round(me_, f_comb_push_, s, epoch, s, "push combine: rows");
-  return t_.local(comb_recv_);
+  const std::byte* landed = t_.local(comb_recv_);
+  slot_rows_.resize(size_t(h.tokens * K));
+  for (size_t i = 0; i < slot_rows_.size(); ++i) slot_rows_[i] = landed + i * rb_;
 }
 
-// Owner publishes its output rows in place (expert order) and raises one flag; each home
-// rank gets its segments, one get per (owner, expert), and scatters them to its slots.
-const std::byte* Dispatcher::combine_pull(const DispatchHandle& h, const float* rows) {
+// Owner publishes its output rows in place (expert order) and raises one flag. Each home
+// rank finds its rows there: it reads them in place when this process can address the
+// owner's memory (in-process ranks, MPI shared-memory windows: no copy at all), else gets
+// its segments, one get per (owner, expert), and scatters them to its slots.
+void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows) {
   to_payload(rows, t_.local(out_pub_), h.n_rows());
   std::memcpy(t_.local(seg_pub_), h.seg_start.data(), h.seg_start.size() * 8);
   const uint64_t epoch = ++cpub_epoch_;
   t_.flag_add(me_, f_comb_pub_, 0, 1);
 
   const int K = cfg_.K();
-  if (slots_.size() < size_t(h.tokens * K) * rb_) slots_.resize(size_t(h.tokens * K) * rb_);
+  slot_rows_.assign(size_t(h.tokens * K), nullptr);
   std::vector<int64_t> seg(size_t(EL_ * R_ + 1));
   for (int i = 0; i < R_; ++i) {
     const int d = (me_ + i) % R_;
@@ -42,33 +46,44 @@ const std::byte* Dispatcher::combine_pull(const DispatchHandle& h, const float* 
       get_counted(seg.data(), d, seg_pub_, 0, seg.size() * 8, false);
       t_.flush();
     }
+    const auto start_of = [&](int e) { return known ? h.dest_seg[size_t(d * EL_ + e)] : seg[size_t(e * R_ + me_)]; };
+    if (const std::byte* owner = t_.peer(d, out_pub_)) {
+      for (int e = 0; e < EL_; ++e) {
+        const int g = d * EL_ + e;
+        for (int64_t j = 0; j < h.send_count[size_t(g)]; ++j)
+          slot_rows_[size_t(h.send_rows[size_t(h.send_begin[size_t(g)] + j)])] = owner + size_t(start_of(e) + j) * rb_;
+      }
+      if (d != me_) traffic_.payload_bytes += uint64_t(n) * rb_;  // read across, though not by get
+      continue;
+    }
     staging_.resize(size_t(n) * rb_);
     for (int e = 0; e < EL_; ++e) {
       const int g = d * EL_ + e;
-      const int64_t start = known ? h.dest_seg[size_t(g)] : seg[size_t(e * R_ + me_)];
-      get_counted(staging_.data() + (size_t(h.send_begin[size_t(g)] - b) * rb_), d, out_pub_, size_t(start) * rb_,
+      get_counted(staging_.data() + (size_t(h.send_begin[size_t(g)] - b) * rb_), d, out_pub_, size_t(start_of(e)) * rb_,
                   size_t(h.send_count[size_t(g)]) * rb_, true);
     }
     t_.flush();
-    for (int64_t j = 0; j < n; ++j)
-      std::memcpy(slots_.data() + (size_t(h.send_rows[size_t(b + j)]) * rb_), staging_.data() + (size_t(j) * rb_), rb_);
+    if (slots_.size() < size_t(h.tokens * K) * rb_) slots_.resize(size_t(h.tokens * K) * rb_);
+    for (int64_t j = 0; j < n; ++j) {
+      std::byte* slot = slots_.data() + (size_t(h.send_rows[size_t(b + j)]) * rb_);
+      std::memcpy(slot, staging_.data() + (size_t(j) * rb_), rb_);
+      slot_rows_[size_t(h.send_rows[size_t(b + j)])] = slot;
+    }
   }
-  return slots_.data();
 }
 
 void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const float* rows, const CombineOut& out) {
   SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "combine: the handle is not from a dispatch");
   begin_round(f_combine_credit_, combine_round_, "combine: previous round consumed");
-  const std::byte* slots = nullptr;
   if (style == CombineStyle::Push) {
     staging_.resize(size_t(h.n_rows()) * rb_);
     to_payload(rows, staging_.data(), h.n_rows());
-    slots = combine_push(h);
+    combine_push(h);
   } else {
-    slots = combine_pull(h, rows);
+    combine_pull(h, rows);
   }
-  // The sum reads the slots in place (push: the receive buffer itself), so this round's
-  // buffers are released only after it.
+  // The sum reads the rows where they are (push: the receive buffer; pull: possibly the
+  // owners' published outputs), so this round's buffers are released only after it.
   const int64_t H = cfg_.H();
   const int K = cfg_.K();
   std::vector<float> tmp(static_cast<size_t>(H));
@@ -76,7 +91,7 @@ void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const floa
     if (out.out) std::memset(out.out + t * H, 0, size_t(H) * 4);
     for (int k = 0; k < K; ++k) {
       float* row = out.slot_rows ? out.slot_rows + (t * K + k) * H : tmp.data();
-      from_payload(slots + (size_t(t * K + k) * rb_), row, 1);
+      from_payload(slot_rows_[size_t(t * K + k)], row, 1);
       if (!out.out) continue;
       const float w = out.weighted ? h.gate[size_t(t * K + k)] : 1.0f;
       float* o = out.out + t * H;

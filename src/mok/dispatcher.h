@@ -135,10 +135,11 @@ class Dispatcher {
   void dispatch_push_private(DispatchHandle& h, const float* x);
   uint64_t send_private(const DispatchHandle& h, const float* x, bool with_meta);
   void collect_private(const DispatchHandle& h, std::byte* dst_rows, DispatchHandle* meta_out);
-  // Both return the (token, k) slots' rows in payload format: push reads them where they
-  // landed (comb_recv_), pull gathers them into slots_.
-  const std::byte* combine_push(const DispatchHandle& h);
-  const std::byte* combine_pull(const DispatchHandle& h, const float* rows);
+  // Both point slot_rows_[t·K + k] at slot (t, k)'s row in payload format: push where it
+  // landed (comb_recv_); pull in the owner's published outputs when this process can
+  // address them (Transport::peer), else gathered into slots_.
+  void combine_push(const DispatchHandle& h);
+  void combine_pull(const DispatchHandle& h, const float* rows);
 
   MoeConfig cfg_;
   Transport& t_;
@@ -154,6 +155,7 @@ class Dispatcher {
   uint64_t dispatch_round_ = 0, combine_round_ = 0;
   std::vector<std::byte> staging_;
   std::vector<std::byte> slots_;  // pull combine's gathered slots; kept so that its pages stay mapped
+  std::vector<const std::byte*> slot_rows_;
   Traffic traffic_;
   DispatchTiming timing_;
   std::chrono::steady_clock::time_point t_start_;

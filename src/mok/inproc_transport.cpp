@@ -58,6 +58,7 @@ class InProcTransport final : public Transport {
     return f;
   }
   std::byte* local(SymBuffer b) override { return ptr(rank_, b, 0, 0); }
+  const std::byte* peer(int rank, SymBuffer b) override { return ptr(rank, b, 0, 0); }
   void get(void* dst, int rank, SymBuffer b, size_t off, size_t n) override {
     if (n) std::memcpy(dst, ptr(rank, b, off, n), n);
   }

@@ -58,6 +58,8 @@ class LinkModelTransport final : public Transport {
   SymBuffer alloc(size_t bytes) override { return in_.alloc(bytes); }
   FlagId alloc_flags(int64_t n) override { return in_.alloc_flags(n); }
   std::byte* local(SymBuffer b) override { return in_.local(b); }
+  // Other ranks' memory goes over the link (get), never by plain loads.
+  const std::byte* peer(int rank, SymBuffer b) override { return rank == this->rank() ? in_.local(b) : nullptr; }
   void get(void* dst, int rank, SymBuffer b, size_t offset, size_t bytes) override;
   void put(int rank, SymBuffer b, size_t offset, const void* src, size_t bytes) override;
   void flush() override;

@@ -104,6 +104,13 @@ class MpiTransport final : public Transport {
     return f;
   }
   std::byte* local(SymBuffer b) override { return win(b).peers[size_t(rank_)]; }
+  const std::byte* peer(int rank, SymBuffer b) override {
+    if (rank == rank_) return local(b);
+    if (mode_ != MpiMode::Shm) return nullptr;
+    Window& w = win(b);
+    check_range(w, rank, 0, 0);
+    return peer_base(w, rank);
+  }
 
   void get(void* dst, int rank, SymBuffer b, size_t off, size_t n) override {
     Window& w = win(b);

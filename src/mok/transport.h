@@ -41,6 +41,10 @@ class Transport {
 
   // This rank's part of a symmetric buffer (plain loads and stores).
   virtual std::byte* local(SymBuffer b) = 0;
+  // `rank`'s part, for plain loads, when this process can address it (in-process ranks,
+  // MPI shared-memory windows); null otherwise (one-sided RMA, a modelled link). Reads
+  // follow the same rules as get(): after the flag that publishes the data.
+  virtual const std::byte* peer(int rank, SymBuffer b) { return rank == this->rank() ? local(b) : nullptr; }
   // dst <- rank's buffer [offset, offset+bytes); complete after flush().
   virtual void get(void* dst, int rank, SymBuffer b, size_t offset, size_t bytes) = 0;
   // rank's buffer [offset, ...) <- src; complete (visible at the target) after flush().

@@ -26,6 +26,10 @@ class SlowTransport final : public Transport {
     pause();
     return in_.local(b);
   }
+  const std::byte* peer(int rank, SymBuffer b) override {
+    pause();
+    return in_.peer(rank, b);
+  }
   void get(void* dst, int rank, SymBuffer b, size_t off, size_t n) override {
     pause();
     in_.get(dst, rank, b, off, n);
