@@ -55,6 +55,16 @@ int64_t parse_int(const std::string& option, const std::string& text, IntRange r
   return out;
 }
 
+std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text, IntRange range) {
+  std::vector<int64_t> out;
+  for (size_t pos = 0; pos <= text.size();) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    out.push_back(parse_int(option, text.substr(pos, comma - pos), range));
+    pos = comma + 1;
+  }
+  return out;
+}
+
 double parse_real(const std::string& option, const std::string& text, RealRange range) {
   double out = 0;
   // chars_format::general: decimal and exponent forms only ("0x1p-1" stops at 'x'), no

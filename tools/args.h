@@ -36,6 +36,9 @@ struct RealRange {
 // anything else is a one-line squeeze::Error naming `option`.
 int64_t parse_int(const std::string& option, const std::string& text, IntRange range);
 double parse_real(const std::string& option, const std::string& text, RealRange range);
+// "1,2,3" → integers, each checked against `range` (a one-line error naming the option
+// and the item otherwise).
+std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text, IntRange range);
 // "0 <= N <= 16", "X > 0", ...: how --help states a range.
 std::string describe(const IntRange& range, const std::string& value_name);
 std::string describe(const RealRange& range, const std::string& value_name);

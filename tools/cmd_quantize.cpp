@@ -145,24 +145,12 @@ int run_quantize(int argc, char** argv) {
   q::RunOptions ro{.input = file.get(), .output_path = dry_run ? "" : out, .imatrix = imatrix.get(),
                    .imatrix_path = args.get("--imatrix"), .allow_requantize = args.has("--allow-requantize")};
   if (args.has("--reasoning-budgets")) {
-    const std::string list = args.get("--reasoning-budgets");
-    std::vector<uint32_t> budgets;
-    size_t pos = 0;
-    while (pos <= list.size()) {
-      const size_t comma = std::min(list.find(',', pos), list.size());
-      const std::string item = list.substr(pos, comma - pos);
-      char* end = nullptr;
-      const long long v = std::strtoll(item.c_str(), &end, 10);
-      SQZ_CHECK(!item.empty() && end == item.c_str() + item.size() && v >= 0 && v <= (1ll << 30),
-                "--reasoning-budgets: '", item, "' is not a token count (0 .. 2^30)");
-      budgets.push_back(static_cast<uint32_t>(v));
-      pos = comma + 1;
-    }
+    const auto budgets = squeeze::cli::parse_int_list("--reasoning-budgets", args.get("--reasoning-budgets"), {0, 1 << 30});
     SQZ_CHECK(budgets.size() == 4, "--reasoning-budgets needs four counts: low,medium,high,xhigh (got ", budgets.size(), ")");
     const char* levels[] = {"low", "medium", "high", "xhigh"};
     for (size_t i = 0; i < 4; ++i)
       ro.extra_metadata.emplace_back(std::string(squeeze::serve::kReasoningBudgetKeyPrefix) + levels[i],
-                                     squeeze::gguf::Value::u32(budgets[i]));
+                                     squeeze::gguf::Value::u32(static_cast<uint32_t>(budgets[i])));
   }
   const q::RunResult result = q::run_plan(plan, ro);
   if (dry_run) std::printf("dry run: nothing written\n");

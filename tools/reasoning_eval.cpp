@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 
 #include "chat/value.h"
@@ -166,17 +165,8 @@ int run_reasoning_eval(const Args& args) {
   std::vector<Setting> settings;
   if (args.has("--budget-sweep")) {
     SQZ_CHECK(!args.has("--thinking-budget"), "--budget-sweep gives the budgets: no --thinking-budget");
-    const std::string list = args.get("--budget-sweep");
-    for (size_t pos = 0; pos <= list.size();) {
-      const size_t comma = std::min(list.find(',', pos), list.size());
-      const std::string item = list.substr(pos, comma - pos);
-      char* end = nullptr;
-      const long long v = std::strtoll(item.c_str(), &end, 10);
-      SQZ_CHECK(!item.empty() && end == item.c_str() + item.size() && v >= 0 && v <= (1ll << 30),
-                "--budget-sweep: '", item, "' is not a token count (0 .. 2^30)");
-      settings.push_back({chosen.level + " at " + item, chosen.level, v});
-      pos = comma + 1;
-    }
+    for (const int64_t v : parse_int_list("--budget-sweep", args.get("--budget-sweep"), {0, 1 << 30}))
+      settings.push_back({chosen.level + " at " + std::to_string(v), chosen.level, v});
   } else if (args.has("--reasoning-effort") || args.has("--thinking-budget")) {
     settings.push_back({chosen.level + " (budget " + std::to_string(*chosen.budget) + ")", chosen.level, *chosen.budget});
   } else {

@@ -158,6 +158,33 @@ std::vector<double> ticks(double lo, double hi, bool log_scale) {
   return out;
 }
 
+// The frame both charts share: grid lines and tick labels for the given tick values at
+// the positions fx / fy give them, the axes, the axis labels and the title.
+struct Frame {
+  int W, H, left, px0, px1, py0, py1;
+};
+template <typename FX, typename FY>
+void draw_frame(Canvas& c, const Frame& f, const std::vector<double>& x_ticks, const std::vector<double>& y_ticks, FX fx,
+                FY fy, const std::string& x_label, const std::string& y_label, const std::string& title) {
+  for (double v : y_ticks) {
+    const int y = static_cast<int>(std::lround(fy(v)));
+    c.rect(f.px0, y, f.px1, y, kGrid);
+    const std::string s = number(v);
+    c.text(f.px0 - 8 - Canvas::text_width(s, 2), y - 7, s, kInk);
+  }
+  for (double v : x_ticks) {
+    const int x = static_cast<int>(std::lround(fx(v)));
+    c.rect(x, f.py0, x, f.py1, kGrid);
+    const std::string t = number(v);
+    c.text(x - Canvas::text_width(t, 2) / 2, f.py1 + 10, t, kInk);
+  }
+  c.rect(f.px0, f.py0, f.px0, f.py1, kInk);
+  c.rect(f.px0, f.py1, f.px1, f.py1, kInk);
+  c.text(f.px1 - Canvas::text_width(x_label, 2), f.H - 22, x_label, kInk);
+  c.text(8, 34, y_label, kInk);
+  c.text(f.left, 10, title.substr(0, static_cast<size_t>((f.W - f.left) / 12)), kInk);
+}
+
 }  // namespace
 
 PlotImage render_loss_plot(const std::vector<StepRecord>& history, const std::string& title) {
@@ -185,23 +212,8 @@ PlotImage render_loss_plot(const std::vector<StepRecord>& history, const std::st
   };
 
   Canvas c(W, H);
-  for (double v : ticks(lo, hi, log_scale)) {
-    const int y = static_cast<int>(std::lround(fy(v)));
-    c.rect(px0, y, px1, y, kGrid);
-    const std::string s = number(v);
-    c.text(px0 - 8 - Canvas::text_width(s, 2), y - 7, s, kInk);
-  }
-  for (double s : ticks(x_lo, x_hi, false)) {
-    const int x = static_cast<int>(std::lround(fx(s)));
-    c.rect(x, py0, x, py1, kGrid);
-    const std::string t = number(s);
-    c.text(x - Canvas::text_width(t, 2) / 2, py1 + 10, t, kInk);
-  }
-  c.rect(px0, py0, px0, py1, kInk);
-  c.rect(px0, py1, px1, py1, kInk);
-  c.text(px1 - Canvas::text_width("step", 2), H - 22, "step", kInk);
-  c.text(8, 34, log_scale ? "loss (log scale)" : "loss", kInk);
-  c.text(left, 10, title.substr(0, static_cast<size_t>((W - left) / 12)), kInk);
+  draw_frame(c, {W, H, left, px0, px1, py0, py1}, ticks(x_lo, x_hi, false), ticks(lo, hi, log_scale), fx, fy, "step",
+             log_scale ? "loss (log scale)" : "loss", title);
 
   const StepRecord* prev = nullptr;
   for (const StepRecord& r : history) {
@@ -243,23 +255,8 @@ PlotImage render_point_plot(const std::vector<LabelledPoint>& points, const std:
   auto fx = [&](double v) { return px0 + v / x_hi * (px1 - px0); };
   auto fy = [&](double v) { return py1 - v / y_hi * (py1 - py0); };
   Canvas c(W, H);
-  for (double v : ticks(0, y_hi, false)) {
-    const int y = static_cast<int>(std::lround(fy(v)));
-    c.rect(px0, y, px1, y, kGrid);
-    const std::string s = number(v);
-    c.text(px0 - 8 - Canvas::text_width(s, 2), y - 7, s, kInk);
-  }
-  for (double v : ticks(0, x_hi, false)) {
-    const int x = static_cast<int>(std::lround(fx(v)));
-    c.rect(x, py0, x, py1, kGrid);
-    const std::string t = number(v);
-    c.text(x - Canvas::text_width(t, 2) / 2, py1 + 10, t, kInk);
-  }
-  c.rect(px0, py0, px0, py1, kInk);
-  c.rect(px0, py1, px1, py1, kInk);
-  c.text(px1 - Canvas::text_width(x_label, 2), H - 22, x_label, kInk);
-  c.text(8, 34, y_label, kInk);
-  c.text(left, 10, title.substr(0, static_cast<size_t>((W - left) / 12)), kInk);
+  draw_frame(c, {W, H, left, px0, px1, py0, py1}, ticks(0, x_hi, false), ticks(0, y_hi, false), fx, fy, x_label, y_label,
+             title);
   for (size_t i = 0; i < points.size(); ++i) {
     const double x = fx(points[i].x), y = fy(points[i].y);
     if (i > 0) c.line(fx(points[i - 1].x), fy(points[i - 1].y), x, y, kTrain);

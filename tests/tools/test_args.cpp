@@ -112,3 +112,11 @@ TEST(Args, UsageStatesRangesAndTheThreadCap) {
 
 }  // namespace
 }  // namespace squeeze::cli
+
+TEST(ArgsIntList, ParsesCommaSeparatedIntegersInRange) {
+  using squeeze::cli::parse_int_list;
+  EXPECT_EQ(parse_int_list("--x", "3", {0, 10}), std::vector<int64_t>({3}));
+  EXPECT_EQ(parse_int_list("--x", "0,10,7", {0, 10}), std::vector<int64_t>({0, 10, 7}));
+  for (const char* bad : {"", "1,", ",1", "1,,2", "1, 2", "11", "-1", "1.5", "a"})
+    EXPECT_THROW(parse_int_list("--x", bad, {0, 10}), std::exception) << bad;
+}
