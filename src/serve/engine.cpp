@@ -189,7 +189,16 @@ void Engine::assign(Job job) {
 
 void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
   Update u;
-  if (s.checker && s.checker->reason() == text::StopReason::none && reason != FinishReason::error) u.text = s.checker->finish();
+  if (s.checker && s.checker->reason() == text::StopReason::none && reason != FinishReason::error) {
+    // A word the thinking budget held back when generation ended (length, cancel) is output.
+    if (s.thinking)
+      for (int32_t t : s.thinking->finish()) {
+        const auto step = s.checker->push(t, model_.tokenizer().token_to_piece(t, {.render_control = s.job->req.render_control}));
+        u.text += step.text;
+        if (step.stopped()) break;
+      }
+    if (s.checker->reason() == text::StopReason::none) u.text += s.checker->finish();
+  }
   u.finish = reason;
   u.error = error;
   u.prompt_tokens = static_cast<int64_t>(s.job->req.prompt.size());
