@@ -8,6 +8,7 @@
 #include <random>
 
 #include "mok/link_model.h"
+#include "mok/mxfp8.h"
 #include "mok/reference.h"
 
 namespace squeeze::mok {
@@ -107,6 +108,7 @@ Timed run_style(Transport& t, const MoeConfig& cfg, DispatchStyle ds, CombineSty
 std::vector<BenchRow> bench_dispatch(Transport& t, const BenchOptions& opt) {
   MoeShape tiny = opt.shape;
   tiny.hidden = opt.signal_hidden;
+  if (tiny.payload == Payload::MXFP8) tiny.hidden = (tiny.hidden + kMxBlock - 1) / kMxBlock * kMxBlock;  // whole scale blocks
   const MoeConfig full(opt.shape), small(tiny);
   std::vector<BenchRow> rows;
   const std::pair<DispatchStyle, CombineStyle> styles[] = {{DispatchStyle::Pull, CombineStyle::Pull},
