@@ -45,6 +45,9 @@ ReasoningSettings reasoning_settings(const Args& args, const model::Model& model
 
 void ThinkingPrinter::route(const chat::ParsedOutput& delta) {
   if (!delta.reasoning.empty()) thinking_(delta.reasoning);
+  // The thinking ends its line before the answer starts, so that on one terminal the two
+  // do not run together (the answer's stream stays the answer alone).
+  if (!delta.content.empty() && !all_.reasoning.empty() && all_.content.empty()) thinking_("\n");
   if (!delta.content.empty()) answer_(delta.content);
   all_.append(delta);
 }

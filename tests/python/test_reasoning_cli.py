@@ -162,9 +162,10 @@ def test_budget_closes_at_a_word_boundary_then_answers():
                       r.stderr)
         assert m and int(m[2]) == budget, r.stderr
         assert int(m[1]) <= budget and m[3], r.stderr
-        thinking = r.stderr[: r.stderr.index("\nprompt:")]
+        # stderr: the thinking, a line end before the answer, then the timing line
+        thinking = r.stderr[: r.stderr.index("\nprompt:")].removesuffix("\n")
         # the thinking the user saw is a prefix of the unbudgeted one, cut between words
-        full_thinking = full.stderr[: full.stderr.index("\nprompt:")]
+        full_thinking = full.stderr[: full.stderr.index("\nprompt:")].removesuffix("\n")
         assert full_thinking.startswith(thinking), (thinking, full_thinking)
         at_boundary = thinking == "" or thinking[-1].isspace() or full_thinking[len(thinking)].isspace()
         assert at_boundary, (thinking, full_thinking)
@@ -203,7 +204,7 @@ def test_speculative_decoding_keeps_the_budgeted_output_exactly():
         plain = generate(*extra)
         fast = generate(*extra, "--lookup")
         assert fast.stdout == plain.stdout
-        strip = lambda s: s[: s.index("\nprompt:")]
+        strip = lambda s: s[: s.index("\nprompt:")]  # the thinking (and its line end)
         assert strip(fast.stderr) == strip(plain.stderr)
 
 
