@@ -228,7 +228,7 @@ int run_chat(int argc, char** argv) {
         {.eos_ids = args.has("--ignore-eos") ? std::vector<int32_t>{} : stop_ids, .max_tokens = n_predict});
     std::string answer;
     // The thinking (Muse Glimmer's `self` messages) goes to stderr, the answer to stdout.
-    const auto thinking = reasoning.new_turn(tok);
+    const auto thinking = reasoning.new_turn();
     std::optional<ThinkingPrinter> printer;
     if (reasoning.muse)
       printer.emplace([](const std::string& t) { std::fputs(t.c_str(), stderr); },

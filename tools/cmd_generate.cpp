@@ -130,7 +130,7 @@ int run_generate(int argc, char** argv) {
   }
   // Muse Glimmer framing: <|eom|> ends a message of the turn (the thinking), not the turn;
   // the thinking goes to stderr, the answer to stdout.
-  const auto thinking = reasoning.muse ? reasoning.new_turn(tok) : nullptr;
+  const auto thinking = reasoning.muse ? reasoning.new_turn() : nullptr;
   std::optional<ThinkingPrinter> printer;
   if (chat && reasoning.muse) {
     if (const auto eom = tok.find_token("<|eom|>")) std::erase(stop.eos_ids, *eom);

@@ -42,7 +42,7 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
   std::vector<float> masked;
   serve::ThinkingBudget* const thinking = params.thinking;
   auto allowed = [&](std::span<const float> l) -> std::span<const float> {
-    if (banned.empty() && !thinking) return l;
+    if (banned.empty() && !(thinking && thinking->restricts())) return l;
     masked.assign(l.begin(), l.end());
     for (int32_t id : banned) masked[static_cast<size_t>(id)] = -INFINITY;
     if (thinking) thinking->mask(masked);
@@ -134,7 +134,7 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
       }
       settled = true;
     };
-    settle = commit_walk;
+    if (thinking) settle = commit_walk;  // only a budget's close rewinds mid-walk
     for (size_t i = 0; i <= drafts.size(); ++i) {
       const int32_t y = sampler.sample(allowed(rows.subspan(i * V, V)));
       if (i == drafts.size() || y != drafts[i]) {  // the target's own token: sampled, not yet run

@@ -20,22 +20,22 @@ chat::Json ReasoningSettings::template_variables() const {
   return {{"reasoning_strength", level}, {"reasoning_effort", level}};
 }
 
-std::unique_ptr<serve::ThinkingBudget> ReasoningSettings::new_turn(const text::Tokenizer& tok) const {
+std::unique_ptr<serve::ThinkingBudget> ReasoningSettings::new_turn() const {
   if (!muse || !budget) return nullptr;
-  return std::make_unique<serve::ThinkingBudget>(tok, *budget);
+  return std::make_unique<serve::ThinkingBudget>(vocab, *budget);
 }
 
 ReasoningSettings reasoning_settings(const Args& args, const model::Model& model) {
   ReasoningSettings s;
-  std::string level = args.get("--reasoning-effort");
-  if (level == "none" || level == "minimal") level = "low";  // the lowest level, not the template's default
-  SQZ_CHECK(level == "low" || level == "medium" || level == "high" || level == "xhigh",
-            "--reasoning-effort must be none, minimal, low, medium, high or xhigh (got '", args.get("--reasoning-effort"), "')");
-  s.level = level;
-  s.muse = serve::ThinkingBudget::supports(model.tokenizer());
+  const auto level = serve::reasoning_level(args.get("--reasoning-effort"));
+  SQZ_CHECK(level, "--reasoning-effort must be none, minimal, low, medium, high or xhigh (got '",
+            args.get("--reasoning-effort"), "')");
+  s.level = *level;
+  s.muse = serve::ThinkingVocab::supports(model.tokenizer());
   if (s.muse) {
+    s.vocab = std::make_shared<const serve::ThinkingVocab>(model.tokenizer());
     s.budget = args.has("--thinking-budget") ? args.get_int("--thinking-budget")
-                                             : serve::reasoning_budgets_from_metadata(model.file().metadata()).for_level(level);
+                                             : serve::reasoning_budgets_from_metadata(model.file().metadata()).for_level(s.level);
   } else {
     SQZ_CHECK(!args.has("--thinking-budget"), "--thinking-budget needs a model that thinks in Muse Glimmer's framing "
                                               "(<|start|> <|message|> <|eom|> <|eot|>); this one does not");

@@ -24,9 +24,10 @@ struct ReasoningSettings {
   std::string level = "high";       // low … xhigh ("none" / "minimal" become low)
   bool muse = false;                // the model thinks in Muse Glimmer's framing
   std::optional<int64_t> budget;    // thinking tokens per turn (muse only)
+  std::shared_ptr<const serve::ThinkingVocab> vocab;  // muse only: shared by every turn's budget
   chat::Json template_variables() const;  // reasoning_strength / reasoning_effort for the template
   // A fresh per-turn counter (null without a budget).
-  std::unique_ptr<serve::ThinkingBudget> new_turn(const text::Tokenizer& tok) const;
+  std::unique_ptr<serve::ThinkingBudget> new_turn() const;
 };
 
 // From the options and the model: the level's budget from the file's squeeze.reasoning.*

@@ -178,7 +178,7 @@ int run_reasoning_eval(const Args& args) {
   std::vector<int32_t> stop_ids = format.stop_ids();
   if (const auto eom = tok.find_token("<|eom|>")) std::erase(stop_ids, *eom);
   const int64_t answer_tokens = args.get_int("--answer-tokens");
-  const int64_t n_ctx = args.get_int("--ctx") > 0 && args.has("--ctx") ? args.get_int("--ctx") : 0;
+  const int64_t n_ctx = args.has("--ctx") ? args.get_int("--ctx") : 0;  // eval's default window is not this mode's
   model::Session session(*model, {.n_ctx = n_ctx, .batch = 64});
 
   std::vector<SettingResult> results;
@@ -196,7 +196,7 @@ int run_reasoning_eval(const Args& args) {
       session.reset();
       const auto logits = session.forward(prompt);
       text::Sampler sampler({.temperature = 0});
-      serve::ThinkingBudget budget(tok, s.budget);
+      serve::ThinkingBudget budget(chosen.vocab, s.budget);
       text::StopChecker checker({.eos_ids = stop_ids, .max_tokens = s.budget + answer_tokens});
       std::string text;
       std::vector<int32_t> run;

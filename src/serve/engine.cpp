@@ -171,7 +171,9 @@ void Engine::assign(Job job) {
     s.sampler.emplace(job.req.sampling);
     s.checker.emplace(text::StopParams{.eos_ids = job.req.stop_ids, .stop_strings = job.req.stop_strings,
                                        .max_tokens = job.req.max_tokens});
-    s.thinking = job.req.thinking_budget >= 0 ? std::make_unique<ThinkingBudget>(model_.tokenizer(), job.req.thinking_budget)
+    if (job.req.thinking_budget >= 0 && !thinking_vocab_)
+      thinking_vocab_ = std::make_shared<const ThinkingVocab>(model_.tokenizer());  // once per engine
+    s.thinking = job.req.thinking_budget >= 0 ? std::make_unique<ThinkingBudget>(thinking_vocab_, job.req.thinking_budget)
                                               : nullptr;
     s.forced.clear();
     s.take_back = -1;
@@ -232,6 +234,7 @@ void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
 void Engine::sample_next(Slot& s, std::span<float> masked) {
   const GenerationRequest& req = s.job->req;
   for (int32_t id : banned_) masked[static_cast<size_t>(id)] = -INFINITY;  // in the step's own logits row
+  if (s.thinking) s.thinking->mask(masked);  // no `self` header once the budget closed the thinking
   const int32_t next = s.sampler->sample(masked);
   s.sampler->accept(next);
 

@@ -175,6 +175,7 @@ class Engine {
   std::vector<int64_t> tap_layers_;   // the drafter's
   std::vector<float> taps_;           // the step's tapped rows
   std::vector<int32_t> banned_;        // tokens of type `unused`: never sampled
+  std::shared_ptr<const ThinkingVocab> thinking_vocab_;  // Muse Glimmer framing: what every budget reads
 
   mutable std::mutex mu_;              // guards queue_, stop_, draining_, stats_
   std::condition_variable cv_;

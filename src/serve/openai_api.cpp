@@ -224,18 +224,14 @@ Json parse_body(const std::string& body, int max_depth) {
   return j;
 }
 
-// The request's reasoning level: reasoning_effort, else the server's default; none and
-// minimal are the lowest level, low (never the template's default).
+// The request's reasoning level: reasoning_effort (serve::reasoning_level), else the
+// server's default.
 std::string reasoning_level(const Json& body, const ApiContext& ctx) {
-  std::string effort = ctx.default_reasoning_effort;
-  if (body.contains("reasoning_effort") && !body["reasoning_effort"].is_null()) {
-    if (!body["reasoning_effort"].is_string()) throw bad("reasoning_effort", "'reasoning_effort' must be a string");
-    effort = body["reasoning_effort"].get<std::string>();
-    if (effort == "none" || effort == "minimal") effort = "low";
-    if (effort != "low" && effort != "medium" && effort != "high" && effort != "xhigh")
-      throw bad("reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
-  }
-  return effort;
+  if (!body.contains("reasoning_effort") || body["reasoning_effort"].is_null()) return ctx.default_reasoning_effort;
+  if (!body["reasoning_effort"].is_string()) throw bad("reasoning_effort", "'reasoning_effort' must be a string");
+  const auto level = serve::reasoning_level(body["reasoning_effort"].get<std::string>());
+  if (!level) throw bad("reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
+  return *level;
 }
 
 std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* has_tools) {

@@ -38,11 +38,19 @@ std::string recipient_of(const std::string& header, bool* complete) {
 
 }  // namespace
 
+std::optional<std::string> reasoning_level(std::string_view requested) {
+  if (requested == "none" || requested == "minimal") return std::string("low");
+  for (const char* level : kLevels)
+    if (requested == level) return std::string(level);
+  return std::nullopt;
+}
+
 int64_t ReasoningBudgets::for_level(std::string_view level) const {
-  if (level == "none" || level == "minimal") return tokens[0];
+  const auto known = reasoning_level(level);
+  SQZ_CHECK(known, "reasoning effort must be none, minimal, low, medium, high or xhigh (got '", std::string(level), "')");
   for (size_t i = 0; i < kLevels.size(); ++i)
-    if (level == kLevels[i]) return tokens[i];
-  fail("reasoning effort must be none, low, medium, high or xhigh (got '", std::string(level), "')");
+    if (*known == kLevels[i]) return tokens[i];
+  return tokens[0];
 }
 
 ReasoningBudgets reasoning_budgets_from_metadata(const gguf::Metadata& meta) {
@@ -52,30 +60,41 @@ ReasoningBudgets reasoning_budgets_from_metadata(const gguf::Metadata& meta) {
   return b;
 }
 
-bool ThinkingBudget::supports(const text::Tokenizer& tok) {
+bool ThinkingVocab::supports(const text::Tokenizer& tok) {
   for (const char* t : {"<|start|>", "<|message|>", "<|eom|>", "<|eot|>"})
     if (!tok.find_token(t)) return false;
   return true;
 }
 
-ThinkingBudget::ThinkingBudget(const text::Tokenizer& tok, int64_t budget, int64_t max_takeback)
-    : tok_(tok), budget_(budget), max_takeback_(max_takeback) {
-  SQZ_CHECK(supports(tok), "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens; "
-                           "this vocabulary lacks them");
+namespace {
+int32_t framing_token(const text::Tokenizer& tok, const char* text) {
+  const auto id = tok.find_token(text);
+  SQZ_CHECK(id, "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens; "
+                "this vocabulary lacks ", text);
+  return *id;
+}
+}  // namespace
+
+ThinkingVocab::ThinkingVocab(const text::Tokenizer& t)
+    : tok(t),
+      start(framing_token(t, "<|start|>")),
+      message(framing_token(t, "<|message|>")),
+      eom(framing_token(t, "<|eom|>")),
+      eot(framing_token(t, "<|eot|>")),
+      assistant(t.encode("assistant", {.add_special = false, .parse_special = false})),
+      pieces(static_cast<size_t>(t.n_vocab())) {
+  for (int32_t id = 0; id < t.n_vocab(); ++id)
+    if (t.token_type(id) != text::TokenType::control) pieces[static_cast<size_t>(id)] = t.token_to_piece(id);
+}
+
+ThinkingBudget::ThinkingBudget(std::shared_ptr<const ThinkingVocab> vocab, int64_t budget, int64_t max_takeback)
+    : vocab_(std::move(vocab)), budget_(budget), max_takeback_(max_takeback) {
   SQZ_CHECK(budget >= 0, "the thinking budget must be >= 0 (got ", budget, ")");
-  start_ = *tok.find_token("<|start|>");
-  message_ = *tok.find_token("<|message|>");
-  eom_ = *tok.find_token("<|eom|>");
-  eot_ = *tok.find_token("<|eot|>");
-  assistant_ = tok.encode("assistant", {.add_special = false, .parse_special = false});
-  pieces_.resize(static_cast<size_t>(tok.n_vocab()));
-  for (int32_t id = 0; id < tok.n_vocab(); ++id)
-    if (tok.token_type(id) != text::TokenType::control) pieces_[static_cast<size_t>(id)] = tok.token_to_piece(id);
   spent_ = budget == 0;
 }
 
 bool ThinkingBudget::starts_word(int32_t token) const {
-  const std::string& p = pieces_[static_cast<size_t>(token)];
+  const std::string& p = piece(token);
   return !p.empty() && is_space(p.front());
 }
 
@@ -85,16 +104,17 @@ bool ThinkingBudget::self_header(const std::string& header) const {
 }
 
 void ThinkingBudget::mask(std::span<float> logits) const {
-  if (!spent_ || state_ != State::header) return;
+  if (!restricts()) return;
   // Any token that would make the header name `self`: the name completed, or <|message|>
   // (or another control token) after it.
   const bool named = self_header(header_);
-  for (size_t id = 0; id < logits.size() && id < pieces_.size(); ++id) {
-    if (tok_.token_type(static_cast<int32_t>(id)) == text::TokenType::control) {
+  const auto& pieces = vocab_->pieces;
+  for (size_t id = 0; id < logits.size() && id < pieces.size(); ++id) {
+    if (control(static_cast<int32_t>(id))) {
       if (named) logits[id] = -INFINITY;
       continue;
     }
-    if (self_header(header_ + pieces_[id])) logits[id] = -INFINITY;
+    if (self_header(header_ + pieces[id])) logits[id] = -INFINITY;
   }
 }
 
@@ -105,25 +125,25 @@ void ThinkingBudget::release_through_boundary(Step& out) {
 
 ThinkingBudget::Step ThinkingBudget::push(int32_t token) {
   Step out;
-  const bool control = tok_.token_type(token) == text::TokenType::control;
+  const ThinkingVocab& v = *vocab_;
+  const bool is_control = control(token);
   switch (state_) {
     case State::header:
-      if (token == message_) state_ = self_header(header_) ? State::thinking : State::body;
-      else if (token == eot_) state_ = State::done;
-      else if (token == start_) header_.clear();
-      else header_ += pieces_[static_cast<size_t>(token)];
+      if (token == v.message) state_ = self_header(header_) ? State::thinking : State::body;
+      else if (token == v.eot) state_ = State::done;
+      else if (token == v.start) header_.clear();
+      else header_ += piece(token);
       out.emit.push_back(token);
       return out;
     case State::thinking: {
-      if (control) {  // the model ends its thinking itself (<|eom|>, <|eot|>, <|start|>)
+      if (is_control) {  // the model ends its thinking itself (<|eom|>, <|eot|>, <|start|>)
         release_through_boundary(out);
         out.emit.push_back(token);
-        state_ = token == eom_ ? State::after_eom : token == eot_ ? State::done : State::header;
+        state_ = token == v.eom ? State::after_eom : token == v.eot ? State::done : State::header;
         header_.clear();
         return out;
       }
-      const bool new_word = starts_word(token) ||
-                            (!held_.empty() && is_space(pieces_[static_cast<size_t>(held_.back())].back()));
+      const bool new_word = starts_word(token) || (!held_.empty() && is_space(piece(held_.back()).back()));
       if (used_ < budget_) {
         if (new_word) release_through_boundary(out);
         held_.push_back(token);
@@ -138,9 +158,9 @@ ThinkingBudget::Step ThinkingBudget::push(int32_t token) {
         // The held tokens end a word (or are too many to take back): keep them, less any
         // bytes of an unfinished UTF-8 character at their end.
         std::string text;
-        for (int32_t t : held_) text += pieces_[static_cast<size_t>(t)];
+        for (int32_t t : held_) text += piece(t);
         while (!held_.empty() && incomplete_utf8_tail(text) > 0) {
-          text.resize(text.size() - pieces_[static_cast<size_t>(held_.back())].size());
+          text.resize(text.size() - piece(held_.back()).size());
           held_.pop_back();
           ++out.take_back;
         }
@@ -150,23 +170,23 @@ ThinkingBudget::Step ThinkingBudget::push(int32_t token) {
       }
       used_ -= out.take_back;
       release_through_boundary(out);
-      out.force.push_back(eom_);
-      out.force.push_back(start_);
-      out.force.insert(out.force.end(), assistant_.begin(), assistant_.end());
+      out.force.push_back(v.eom);
+      out.force.push_back(v.start);
+      out.force.insert(out.force.end(), v.assistant.begin(), v.assistant.end());
       state_ = State::header;
       header_ = "assistant";
       return out;
     }
     case State::body:
-      if (token == eom_) state_ = State::after_eom;
-      else if (token == eot_) state_ = State::done;
-      else if (token == start_) state_ = State::header, header_.clear();
+      if (token == v.eom) state_ = State::after_eom;
+      else if (token == v.eot) state_ = State::done;
+      else if (token == v.start) state_ = State::header, header_.clear();
       out.emit.push_back(token);
       return out;
     case State::after_eom:
-      if (token == start_) state_ = State::header, header_.clear();
-      else if (token == eot_) state_ = State::done;
-      else if (!control) state_ = State::body;
+      if (token == v.start) state_ = State::header, header_.clear();
+      else if (token == v.eot) state_ = State::done;
+      else if (!is_control) state_ = State::body;
       out.emit.push_back(token);
       return out;
     case State::done:

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,17 +38,39 @@ struct ReasoningBudgets {
   std::array<int64_t, 4> tokens = {512, 2048, 8192, 16384};
   int64_t for_level(std::string_view level) const;  // low … xhigh; none / minimal → low
 };
+// A requested level as the model knows it: low, medium, high or xhigh; none and minimal
+// are low (the lowest level, never the template's default); anything else is nullopt.
+std::optional<std::string> reasoning_level(std::string_view requested);
 inline constexpr const char* kReasoningBudgetKeyPrefix = "squeeze.reasoning.budget.";
 ReasoningBudgets reasoning_budgets_from_metadata(const gguf::Metadata& meta);
 
-class ThinkingBudget {
- public:
+// What a budget needs to know of the vocabulary, computed once per model (every token's
+// text: a vocabulary of 200k tokens makes that worth sharing between turns and requests).
+struct ThinkingVocab {
   // The vocabulary must have Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> (else a
-  // one-line error). `budget` ≥ 0. The generation starts right after `<|start|>assistant`.
-  ThinkingBudget(const text::Tokenizer& tok, int64_t budget, int64_t max_takeback = 16);
+  // one-line error).
+  explicit ThinkingVocab(const text::Tokenizer& tok);
   // Whether the vocabulary has the framing this needs.
   static bool supports(const text::Tokenizer& tok);
 
+  const text::Tokenizer& tok;
+  int32_t start, message, eom, eot;
+  std::vector<int32_t> assistant;  // the tokens of "assistant" after <|start|>
+  std::vector<std::string> pieces;  // every token's text (control tokens: empty)
+};
+
+class ThinkingBudget {
+ public:
+  // `budget` ≥ 0. The generation starts right after `<|start|>assistant`.
+  ThinkingBudget(std::shared_ptr<const ThinkingVocab> vocab, int64_t budget, int64_t max_takeback = 16);
+  // With a vocabulary of its own (one-off uses).
+  ThinkingBudget(const text::Tokenizer& tok, int64_t budget, int64_t max_takeback = 16)
+      : ThinkingBudget(std::make_shared<const ThinkingVocab>(tok), budget, max_takeback) {}
+  static bool supports(const text::Tokenizer& tok) { return ThinkingVocab::supports(tok); }
+
+  // Whether mask() would change anything now (a `self` header is being written after the
+  // budget is spent): callers copy the logits only then.
+  bool restricts() const { return spent_ && state_ == State::header; }
   // Sets to −inf the logits of tokens the turn may not write next (a `self` header once
   // thinking is over budget). `logits` has the vocabulary's size.
   void mask(std::span<float> logits) const;
@@ -74,11 +97,10 @@ class ThinkingBudget {
   bool self_header(const std::string& header) const;
   void release_through_boundary(Step& out);
 
-  const text::Tokenizer& tok_;
+  std::shared_ptr<const ThinkingVocab> vocab_;
+  const std::string& piece(int32_t token) const { return vocab_->pieces[static_cast<size_t>(token)]; }
+  bool control(int32_t token) const { return vocab_->tok.token_type(token) == text::TokenType::control; }
   int64_t budget_, max_takeback_;
-  int32_t start_, message_, eom_, eot_;
-  std::vector<int32_t> assistant_;  // the tokens of "assistant" after <|start|>
-  std::vector<std::string> pieces_;
   State state_ = State::header;
   std::string header_ = "assistant";
   bool spent_ = false;    // `self` may not be opened again this turn

@@ -223,13 +223,6 @@ uint64_t fnv1a(std::string_view s) {
 
 }  // namespace
 
-std::optional<Effort> effort_from_name(std::string_view name) {
-  if (name == "none" || name == "minimal") return Effort::low;
-  for (size_t i = 0; i < kEffortNames.size(); ++i)
-    if (name == kEffortNames[i]) return static_cast<Effort>(i);
-  return std::nullopt;
-}
-
 Split split_of(std::string_view question) {
   const uint64_t bucket = fnv1a(question) % 100;
   return bucket < 90 ? Split::train : bucket < 95 ? Split::valid : Split::test;

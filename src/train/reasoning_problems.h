@@ -27,9 +27,6 @@ namespace squeeze::train {
 enum class Effort { low = 0, medium = 1, high = 2, xhigh = 3 };
 inline constexpr std::array<std::string_view, 4> kEffortNames = {"low", "medium", "high", "xhigh"};
 inline std::string_view effort_name(Effort e) { return kEffortNames[static_cast<size_t>(e)]; }
-// "low" … "xhigh"; "none" and "minimal" are the lowest level, low (nothing maps to the
-// template's default); anything else is nullopt.
-std::optional<Effort> effort_from_name(std::string_view name);
 
 inline constexpr std::array<std::string_view, 4> kProblemFamilies = {"addition", "multiplication", "counting", "sorting"};
 

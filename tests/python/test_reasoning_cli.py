@@ -231,6 +231,9 @@ def test_server_enforces_the_budget_and_returns_reasoning_content():
         assert cut.choices[0].message.content.strip() != ""
         none = ask(extra_body={"thinking_budget": 0})
         assert thinking_of(none) == "" and none.choices[0].message.content.strip()
+        # budget 0 masks `self` from the start, as generate does: the same direct answer
+        assert none.choices[0].message.content == generate("--thinking-budget", 0).stdout
+        assert none.usage.completion_tokens_details.reasoning_tokens == 0
         # Streaming gives the same split.
         stream = client.chat.completions.create(
             model=MODEL.name, messages=[{"role": "user", "content": "What is 4821 + 3967?"}], temperature=0,

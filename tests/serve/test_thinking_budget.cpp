@@ -154,6 +154,23 @@ TEST(ThinkingBudget, RefusesVocabulariesWithoutTheFraming) {
   EXPECT_THROW(ThinkingBudget(tokenizer(), -1), std::exception);
 }
 
+TEST(ReasoningLevel, NamesAndTheLowestLevel) {
+  EXPECT_EQ(serve::reasoning_level("low"), "low");
+  EXPECT_EQ(serve::reasoning_level("xhigh"), "xhigh");
+  EXPECT_EQ(serve::reasoning_level("none"), "low");  // never the template's default
+  EXPECT_EQ(serve::reasoning_level("minimal"), "low");
+  EXPECT_FALSE(serve::reasoning_level("max").has_value());
+}
+
+TEST(ThinkingBudget, SharesOneVocabularyAndRestrictsOnlyWhileASelfHeaderIsPossible) {
+  const auto vocab = std::make_shared<const serve::ThinkingVocab>(tokenizer());
+  ThinkingBudget spent(vocab, 0), open(vocab, 5);
+  EXPECT_TRUE(spent.restricts());   // header, budget 0
+  EXPECT_FALSE(open.restricts());   // thinking still allowed
+  for (int32_t t : encode(" to=user<|message|>")) spent.push(t);
+  EXPECT_FALSE(spent.restricts());  // in the answer: nothing to mask
+}
+
 TEST(ReasoningBudgets, LevelsAndDefaults) {
   serve::ReasoningBudgets b;
   b.tokens = {1, 2, 3, 4};
