@@ -26,8 +26,7 @@ void Dispatcher::combine_push(const DispatchHandle& h) {
 // rank finds its rows there: it reads them in place when this process can address the
 // owner's memory (in-process ranks, MPI shared-memory windows: no copy at all), else gets
 // its segments, one get per (owner, expert), and scatters them to its slots.
-void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows) {
-  to_payload(rows, t_.local(out_pub_), h.n_rows());
+void Dispatcher::combine_pull(const DispatchHandle& h) {
   std::memcpy(t_.local(seg_pub_), h.seg_start.data(), h.seg_start.size() * 8);
   const uint64_t epoch = ++cpub_epoch_;
   t_.flag_add(me_, f_comb_pub_, 0, 1);
@@ -74,14 +73,35 @@ void Dispatcher::combine_pull(const DispatchHandle& h, const float* rows) {
 
 void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const float* rows, const CombineOut& out) {
   SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "combine: the handle is not from a dispatch");
+  SQZ_CHECK(!outputs_open_, "combine: the published outputs are open (open_outputs without combine_opened)");
   begin_round(f_combine_credit_, combine_round_, "combine: previous round consumed");
   if (style == CombineStyle::Push) {
     staging_.resize(size_t(h.n_rows()) * rb_);
     to_payload(rows, staging_.data(), h.n_rows());
     combine_push(h);
   } else {
-    combine_pull(h, rows);
+    to_payload(rows, t_.local(out_pub_), h.n_rows());
+    combine_pull(h);
   }
+  sum_slots(h, out);
+}
+
+std::byte* Dispatcher::open_outputs() {
+  SQZ_CHECK(!outputs_open_, "combine: the published outputs are already open");
+  begin_round(f_combine_credit_, combine_round_, "combine: previous round consumed");
+  outputs_open_ = true;
+  return t_.local(out_pub_);
+}
+
+void Dispatcher::combine_opened(const DispatchHandle& h, const CombineOut& out) {
+  SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "combine: the handle is not from a dispatch");
+  SQZ_CHECK(outputs_open_, "combine: combine_opened without open_outputs");
+  outputs_open_ = false;
+  combine_pull(h);
+  sum_slots(h, out);
+}
+
+void Dispatcher::sum_slots(const DispatchHandle& h, const CombineOut& out) {
   // The sum reads the rows where they are (push: the receive buffer; pull: possibly the
   // owners' published outputs), so this round's buffers are released only after it.
   const int64_t H = cfg_.H();

@@ -155,6 +155,23 @@ DispatchHandle Dispatcher::dispatch(DispatchStyle style, const float* x, const R
 // --- pull ------------------------------------------------------------------------------
 
 void Dispatcher::dispatch_pull(DispatchHandle& h, const float* x, const Routing& r) {
+  plan_pull(h, x, r);
+  // 4. Fetch exactly the needed rows into expert order; consecutive tokens in one get.
+  h.owned_rows_.resize(size_t(h.n_rows()) * rb_);
+  h.rows_ = h.owned_rows_.data();
+  for (int64_t row = 0; row < h.n_rows();) {
+    int64_t end = row + 1;
+    while (end < h.n_rows() && h.src_rank[size_t(end)] == h.src_rank[size_t(row)] &&
+           h.src_index[size_t(end)] == h.src_index[size_t(end - 1)] + 1)
+      ++end;
+    get_counted(h.owned_rows_.data() + (size_t(row) * rb_), h.src_rank[size_t(row)], tok_pub_,
+                size_t(h.src_index[size_t(row)]) * rb_, size_t(end - row) * rb_, true);
+    row = end;
+  }
+  t_.flush();
+}
+
+void Dispatcher::plan_pull(DispatchHandle& h, const float* x, const Routing& r) {
   const int64_t T = cfg_.T();
   const int K = cfg_.K();
   // 1. Publish in place: tokens and routing in this rank's own memory, then one flag.
@@ -214,20 +231,51 @@ void Dispatcher::dispatch_pull(DispatchHandle& h, const float* x, const Routing&
     }
   }
   mark_known();
+}
 
-  // 4. Fetch exactly the needed rows into expert order; consecutive tokens in one get.
-  h.owned_rows_.resize(size_t(h.n_rows()) * rb_);
-  h.rows_ = h.owned_rows_.data();
-  for (int64_t row = 0; row < h.n_rows();) {
-    int64_t end = row + 1;
-    while (end < h.n_rows() && h.src_rank[size_t(end)] == h.src_rank[size_t(row)] &&
-           h.src_index[size_t(end)] == h.src_index[size_t(end - 1)] + 1)
+// --- the pull dispatch in halves, for the fused pipeline ---------------------------------
+
+DispatchHandle Dispatcher::begin_pull_dispatch(const float* x, const Routing& routing) {
+  t_start_ = std::chrono::steady_clock::now();
+  timing_ = {};
+  DispatchHandle h;
+  prepare_home(h, routing);
+  begin_round(f_dispatch_credit_, dispatch_round_, "dispatch: previous round consumed");
+  plan_pull(h, x, routing);
+  return h;
+}
+
+void Dispatcher::fetch_rows(const DispatchHandle& h, int64_t row, int64_t n, std::byte* dst) {
+  SQZ_CHECK(row >= 0 && n >= 0 && row + n <= h.n_rows(), "fetch rows: [", row, ", ", row + n, ") is outside the ",
+            h.n_rows(), " rows of the dispatch");
+  uint64_t remote = 0;
+  std::unique_lock<std::mutex> lock(fetch_mu_, std::defer_lock);
+  bool via_transport = false;
+  for (int64_t i = row; i < row + n;) {
+    const int s = h.src_rank[size_t(i)];
+    int64_t end = i + 1;
+    while (end < row + n && h.src_rank[size_t(end)] == s && h.src_index[size_t(end)] == h.src_index[size_t(end - 1)] + 1)
       ++end;
-    get_counted(h.owned_rows_.data() + (size_t(row) * rb_), h.src_rank[size_t(row)], tok_pub_,
-                size_t(h.src_index[size_t(row)]) * rb_, size_t(end - row) * rb_, true);
-    row = end;
+    const size_t off = size_t(h.src_index[size_t(i)]) * rb_, bytes = size_t(end - i) * rb_;
+    if (const std::byte* src = t_.peer(s, tok_pub_)) {
+      std::memcpy(dst + size_t(i - row) * rb_, src + off, bytes);
+    } else {
+      // Transports that need calls (one-sided RMA, the link model) take one caller at a time.
+      if (!lock.owns_lock()) lock.lock();
+      t_.get(dst + size_t(i - row) * rb_, s, tok_pub_, off, bytes);
+      via_transport = true;
+    }
+    if (s != me_) remote += bytes;
+    i = end;
   }
-  t_.flush();
+  if (via_transport) t_.flush();
+  if (!lock.owns_lock()) lock.lock();
+  traffic_.payload_bytes += remote;
+}
+
+void Dispatcher::end_pull_dispatch() {
+  end_round(f_dispatch_credit_);
+  timing_.done_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
 }
 
 }  // namespace squeeze::mok

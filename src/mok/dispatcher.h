@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "mok/config.h"
@@ -104,6 +105,19 @@ class Dispatcher {
   // rows [n_rows, H] f32 in the handle's row order -> home rank's tokens.
   void combine(CombineStyle style, const DispatchHandle& h, const float* rows, const CombineOut& out);
 
+  // The fused pipeline (mok/pipeline.h) runs the pull dispatch and the pull combine in
+  // pieces. begin_pull_dispatch publishes this rank's tokens and routing and lays out the
+  // rows it will receive without fetching any (rows() stays null); fetch_rows copies
+  // received rows [row, row + n) in payload format, from any thread; end_pull_dispatch
+  // releases the round once every row is fetched. open_outputs waits for the combine
+  // credit and returns this rank's published-output buffer [n_rows, row_bytes], which the
+  // caller fills before combine_opened publishes it and sums this rank's tokens.
+  DispatchHandle begin_pull_dispatch(const float* x, const Routing& routing);
+  void fetch_rows(const DispatchHandle& h, int64_t row, int64_t n, std::byte* dst);
+  void end_pull_dispatch();
+  std::byte* open_outputs();
+  void combine_opened(const DispatchHandle& h, const CombineOut& out);
+
   void barrier() { t_.barrier(); }
   const Traffic& traffic() const { return traffic_; }
   void clear_traffic() { traffic_.clear(); }
@@ -131,6 +145,8 @@ class Dispatcher {
   void mark_known();
 
   void dispatch_pull(DispatchHandle& h, const float* x, const Routing& r);
+  // Steps 1-3 of the pull dispatch: publish, read every routing, lay out (no rows fetched).
+  void plan_pull(DispatchHandle& h, const float* x, const Routing& r);
   void dispatch_push_negotiated(DispatchHandle& h, const float* x, const Routing& r);
   void dispatch_push_private(DispatchHandle& h, const float* x);
   uint64_t send_private(const DispatchHandle& h, const float* x, bool with_meta);
@@ -139,7 +155,8 @@ class Dispatcher {
   // landed (comb_recv_); pull in the owner's published outputs when this process can
   // address them (Transport::peer), else gathered into slots_.
   void combine_push(const DispatchHandle& h);
-  void combine_pull(const DispatchHandle& h, const float* rows);
+  void combine_pull(const DispatchHandle& h);  // the outputs are in out_pub_ already
+  void sum_slots(const DispatchHandle& h, const CombineOut& out);
 
   MoeConfig cfg_;
   Transport& t_;
@@ -157,6 +174,8 @@ class Dispatcher {
   std::vector<std::byte> slots_;  // pull combine's gathered slots; kept so that its pages stay mapped
   std::vector<const std::byte*> slot_rows_;
   Traffic traffic_;
+  std::mutex fetch_mu_;  // fetch_rows: traffic_ and transport calls from several threads
+  bool outputs_open_ = false;
   DispatchTiming timing_;
   std::chrono::steady_clock::time_point t_start_;
 };

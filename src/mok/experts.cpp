@@ -26,11 +26,16 @@ void swiglu_forward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, con
   c.a.resize(size_t(n * I));
   c.b.resize(size_t(n * I));
   c.h.resize(size_t(n * I));
+  swiglu_forward_rows(w, H, I, n, x, y, c.a.data(), c.b.data(), c.h.data());
+}
+
+void swiglu_forward_rows(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* x, float* y, float* a,
+                         float* b, float* h) {
   if (n == 0) return;
-  gemm(false, true, n, I, H, x, H, w.gate.data(), H, 0.0f, c.a.data(), I);
-  gemm(false, true, n, I, H, x, H, w.up.data(), H, 0.0f, c.b.data(), I);
-  for (size_t i = 0; i < c.h.size(); ++i) c.h[i] = c.a[i] * sigmoid(c.a[i]) * c.b[i];
-  gemm(false, true, n, H, I, c.h.data(), I, w.down.data(), I, 0.0f, y, H);
+  gemm(false, true, n, I, H, x, H, w.gate.data(), H, 0.0f, a, I);
+  gemm(false, true, n, I, H, x, H, w.up.data(), H, 0.0f, b, I);
+  for (int64_t i = 0; i < n * I; ++i) h[i] = a[i] * sigmoid(a[i]) * b[i];
+  gemm(false, true, n, H, I, h, I, w.down.data(), I, 0.0f, y, H);
 }
 
 void swiglu_backward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const FfnCache& c, const float* dy,

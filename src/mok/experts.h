@@ -16,6 +16,11 @@ struct FfnCache {
 
 // y [n, H] = down(silu(x·gateᵀ) * (x·upᵀ)) for one expert; fills cache.
 void swiglu_forward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* x, float* y, FfnCache& c);
+// The same for a slice of an expert's rows, activations into caller-owned a, b, h [n, I]:
+// a row's result does not depend on which rows share the call (the fused pipeline's tiles
+// equal the whole-expert call bit for bit; tested).
+void swiglu_forward_rows(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* x, float* y, float* a,
+                         float* b, float* h);
 // dy [n, H] -> dx [n, H] (overwritten); accumulates weight gradients into g.
 void swiglu_backward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const FfnCache& c, const float* dy,
                      float* dx, ExpertWeights& g);

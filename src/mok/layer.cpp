@@ -10,6 +10,10 @@ MoeLayer::MoeLayer(const MoeConfig& cfg, Transport& transport, const MoeWeights&
   SQZ_CHECK(weights.experts.size() == size_t(cfg.E()) && weights.router.size() == size_t(cfg.E() * cfg.H()),
             "moe layer: weights do not match the config (", cfg.describe(), ")");
   group_ = {&cfg_, &w_, t_.rank(), {}};
+  SQZ_CHECK(!opt.fused || (opt.dispatch == DispatchStyle::Pull && opt.combine == CombineStyle::Pull),
+            "moe layer: the fused pipeline pulls (dispatch ", dispatch_style_name(opt.dispatch), ", combine ",
+            combine_style_name(opt.combine), " given)");
+  if (opt.fused) plan_pipeline({0, 0}, opt.pipeline);  // validates the options before any collective call
 }
 
 void MoeLayer::forward(const float* x, int64_t tokens, float* out) {
@@ -17,17 +21,24 @@ void MoeLayer::forward(const float* x, int64_t tokens, float* out) {
   SQZ_CHECK(tokens >= 0 && tokens <= cfg_.T(), "moe layer: ", tokens, " tokens exceed T=", cfg_.T());
   x_.assign(x, x + tokens * H);
   routing_ = route(cfg_, w_, x, tokens, &router_cache_);
-  handle_ = dispatcher_.dispatch(opt_.dispatch, x, routing_);
-
   const int EL = cfg_.experts_per_rank();
-  group_.offsets.resize(size_t(EL + 1));
-  for (int e = 0; e <= EL; ++e) group_.offsets[size_t(e)] = handle_.seg_start[size_t(e * cfg_.R())];
-  std::vector<float> rows(size_t(handle_.n_rows() * H)), y(rows.size());
-  handle_.rows_to_f32(cfg_, rows.data());  // the layer never reads the transport buffer again
-  experts_forward(group_, rows.data(), y.data(), expert_caches_);
-
+  const auto set_offsets = [&] {
+    group_.offsets.resize(size_t(EL + 1));
+    for (int e = 0; e <= EL; ++e) group_.offsets[size_t(e)] = handle_.seg_start[size_t(e * cfg_.R())];
+  };
   slot_rows_.assign(size_t(tokens * cfg_.K() * H), 0.0f);
-  dispatcher_.combine(opt_.combine, handle_, y.data(), {slot_rows_.data(), out, true});
+  if (opt_.fused) {
+    handle_ = fused_dispatch_experts(dispatcher_, w_, x, routing_, opt_.pipeline, expert_caches_, &pipeline_stats_);
+    set_offsets();
+    dispatcher_.combine_opened(handle_, {slot_rows_.data(), out, true});
+  } else {
+    handle_ = dispatcher_.dispatch(opt_.dispatch, x, routing_);
+    set_offsets();
+    std::vector<float> rows(size_t(handle_.n_rows() * H)), y(rows.size());
+    handle_.rows_to_f32(cfg_, rows.data());  // the layer never reads the transport buffer again
+    experts_forward(group_, rows.data(), y.data(), expert_caches_);
+    dispatcher_.combine(opt_.combine, handle_, y.data(), {slot_rows_.data(), out, true});
+  }
   if (cfg_.shape().shared_expert) {
     std::vector<float> ys(size_t(tokens * H));
     swiglu_forward(w_.shared, H, cfg_.I(), tokens, x, ys.data(), shared_cache_);

@@ -9,13 +9,25 @@
 #include "mok/config.h"
 #include "mok/dispatcher.h"
 #include "mok/experts.h"
+#include "mok/pipeline.h"
 #include "mok/router.h"
 
 namespace squeeze::mok {
 
 struct LayerOptions {
+  LayerOptions() = default;
+  LayerOptions(DispatchStyle d, CombineStyle c) : dispatch(d), combine(c) {}
+  static LayerOptions fused_pull(const PipelineOptions& p = {}) {
+    LayerOptions o;
+    o.fused = true;
+    o.pipeline = p;
+    return o;
+  }
   DispatchStyle dispatch = DispatchStyle::Pull;
   CombineStyle combine = CombineStyle::Pull;
+  // Forward through the fused pipeline (mok/pipeline.h): pull dispatch and pull combine only.
+  bool fused = false;
+  PipelineOptions pipeline;
 };
 
 class MoeLayer {
@@ -33,6 +45,8 @@ class MoeLayer {
   const DispatchHandle& handle() const { return handle_; }
   const Routing& routing() const { return routing_; }
   Dispatcher& dispatcher() { return dispatcher_; }
+  // The last fused forward's timings and plan.
+  const PipelineStats& pipeline_stats() const { return pipeline_stats_; }
 
  private:
   const MoeConfig cfg_;
@@ -48,6 +62,7 @@ class MoeLayer {
   ExpertGroup group_;
   std::vector<FfnCache> expert_caches_;
   FfnCache shared_cache_;
+  PipelineStats pipeline_stats_;
   bool have_forward_ = false;
 };
 

@@ -261,7 +261,11 @@ void ensure_mpi_initialised() {
   MPI_Initialized(&done);
   if (done) return;
   int provided = 0;
-  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // Serialized: the fused pipeline's communication workers call MPI from their own
+  // threads, one at a time (Dispatcher::fetch_rows holds a lock around transport calls).
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  SQZ_CHECK(provided >= MPI_THREAD_SERIALIZED, "MPI provides thread level ", provided,
+            "; MoK needs MPI_THREAD_SERIALIZED");
   std::atexit([] {
     int fin = 0;
     MPI_Finalized(&fin);
