@@ -157,29 +157,30 @@ void Dispatcher::collect_private(const DispatchHandle& h, std::byte* dst, Dispat
   }
 }
 
+// Pull: new rows in place of the tokens, one flag; the rows are then read like a dispatch's.
+void Dispatcher::publish_cached(const DispatchHandle& h, const float* x) {
+  to_payload(x, t_.local(tok_pub_), h.tokens);
+  const uint64_t epoch = ++pub_epoch_;
+  t_.flag_add(me_, f_pub_, 0, 1);
+  for (int i = 0; i < R_; ++i) {
+    const int s = (me_ + i) % R_;
+    t_.wait_round(s, f_pub_, 0, epoch, s, "pull dispatch (cached): rows published");
+  }
+}
+
+void Dispatcher::begin_cached_pull(const DispatchHandle& h, const float* x) {
+  SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "cached dispatch: the handle is not from a dispatch");
+  begin_round(f_dispatch_credit_, dispatch_round_, "cached dispatch: previous round consumed");
+  publish_cached(h, x);
+}
+
 void Dispatcher::dispatch_cached(DispatchStyle style, const DispatchHandle& h, const float* x, float* out) {
   SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "cached dispatch: the handle is not from a dispatch");
   begin_round(f_dispatch_credit_, dispatch_round_, "cached dispatch: previous round consumed");
   if (style == DispatchStyle::Pull) {
-    to_payload(x, t_.local(tok_pub_), h.tokens);
-    const uint64_t epoch = ++pub_epoch_;
-    t_.flag_add(me_, f_pub_, 0, 1);
+    publish_cached(h, x);
     std::vector<std::byte> rows(size_t(h.n_rows()) * rb_);
-    for (int i = 0; i < R_; ++i) {
-      const int s = (me_ + i) % R_;
-      t_.wait_round(s, f_pub_, 0, epoch, s, "pull dispatch (cached): rows published");
-      for (int e = 0; e < EL_; ++e) {
-        for (int64_t row = h.seg_start[size_t(e * R_ + s)], end_seg = h.seg_start[size_t(e * R_ + s + 1)];
-             row < end_seg;) {
-          int64_t end = row + 1;
-          while (end < end_seg && h.src_index[size_t(end)] == h.src_index[size_t(end - 1)] + 1) ++end;
-          get_counted(rows.data() + (size_t(row) * rb_), s, tok_pub_, size_t(h.src_index[size_t(row)]) * rb_,
-                      size_t(end - row) * rb_, true);
-          row = end;
-        }
-      }
-    }
-    t_.flush();
+    fetch_rows(h, 0, h.n_rows(), rows.data());
     end_round(f_dispatch_credit_);
     from_payload(rows.data(), out, h.n_rows());
     return;

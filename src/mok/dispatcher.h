@@ -113,6 +113,8 @@ class Dispatcher {
   // credit and returns this rank's published-output buffer [n_rows, row_bytes], which the
   // caller fills before combine_opened publishes it and sums this rank's tokens.
   DispatchHandle begin_pull_dispatch(const float* x, const Routing& routing);
+  // The cached dispatch's pull in the same way: publishes x [h.tokens, H] for `h`'s rows.
+  void begin_cached_pull(const DispatchHandle& h, const float* x);
   void fetch_rows(const DispatchHandle& h, int64_t row, int64_t n, std::byte* dst);
   void end_pull_dispatch();
   std::byte* open_outputs();
@@ -147,6 +149,7 @@ class Dispatcher {
   void dispatch_pull(DispatchHandle& h, const float* x, const Routing& r);
   // Steps 1-3 of the pull dispatch: publish, read every routing, lay out (no rows fetched).
   void plan_pull(DispatchHandle& h, const float* x, const Routing& r);
+  void publish_cached(const DispatchHandle& h, const float* x);
   void dispatch_push_negotiated(DispatchHandle& h, const float* x, const Routing& r);
   void dispatch_push_private(DispatchHandle& h, const float* x);
   uint64_t send_private(const DispatchHandle& h, const float* x, bool with_meta);

@@ -41,20 +41,31 @@ void swiglu_forward_rows(const ExpertWeights& w, int64_t H, int64_t I, int64_t n
 void swiglu_backward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const FfnCache& c, const float* dy,
                      float* dx, ExpertWeights& g) {
   if (n == 0) return;
-  // dWd [H, I] += dyᵀ·h ; dh [n, I] = dy·Wd
-  gemm(true, false, H, I, n, dy, H, c.h.data(), I, 1.0f, g.down.data(), I);
   std::vector<float> da(size_t(n * I)), db(size_t(n * I));
-  gemm(false, false, n, I, H, dy, H, w.down.data(), I, 0.0f, da.data(), I);
-  for (size_t i = 0; i < da.size(); ++i) {
-    const float a = c.a[i], s = sigmoid(a), dh = da[i];
-    db[i] = dh * a * s;
-    da[i] = dh * c.b[i] * s * (1.0f + a * (1.0f - s));
+  swiglu_backward_rows(w, H, I, n, c.a.data(), c.b.data(), dy, da.data(), db.data(), dx);
+  swiglu_weight_grads(H, I, n, c.x.data(), c.h.data(), dy, da.data(), db.data(), g);
+}
+
+void swiglu_backward_rows(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* a, const float* b,
+                          const float* dy, float* da, float* db, float* dx) {
+  if (n == 0) return;
+  // dh [n, I] = dy·Wd, then through silu(a)·b.
+  gemm(false, false, n, I, H, dy, H, w.down.data(), I, 0.0f, da, I);
+  for (int64_t i = 0; i < n * I; ++i) {
+    const float av = a[i], s = sigmoid(av), dh = da[i];
+    db[i] = dh * av * s;
+    da[i] = dh * b[i] * s * (1.0f + av * (1.0f - s));
   }
-  // Weight gradients first: the caller may send dx away as soon as it is ready.
-  gemm(true, false, I, H, n, da.data(), I, c.x.data(), H, 1.0f, g.gate.data(), H);
-  gemm(true, false, I, H, n, db.data(), I, c.x.data(), H, 1.0f, g.up.data(), H);
-  gemm(false, false, n, H, I, da.data(), I, w.gate.data(), H, 0.0f, dx, H);
-  gemm(false, false, n, H, I, db.data(), I, w.up.data(), H, 1.0f, dx, H);
+  gemm(false, false, n, H, I, da, I, w.gate.data(), H, 0.0f, dx, H);
+  gemm(false, false, n, H, I, db, I, w.up.data(), H, 1.0f, dx, H);
+}
+
+void swiglu_weight_grads(int64_t H, int64_t I, int64_t n, const float* x, const float* h, const float* dy,
+                         const float* da, const float* db, ExpertWeights& g) {
+  if (n == 0) return;
+  gemm(true, false, H, I, n, dy, H, h, I, 1.0f, g.down.data(), I);   // dWd [H, I] += dyᵀ·h
+  gemm(true, false, I, H, n, da, I, x, H, 1.0f, g.gate.data(), H);   // dWg [I, H] += daᵀ·x
+  gemm(true, false, I, H, n, db, I, x, H, 1.0f, g.up.data(), H);     // dWu [I, H] += dbᵀ·x
 }
 
 void experts_forward(const ExpertGroup& g, const float* x, float* y, std::vector<FfnCache>& caches) {

@@ -25,6 +25,14 @@ void swiglu_forward_rows(const ExpertWeights& w, int64_t H, int64_t I, int64_t n
 void swiglu_backward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const FfnCache& c, const float* dy,
                      float* dx, ExpertWeights& g);
 
+// swiglu_backward in its two halves, for the fused pipeline: the per-row half (da, db
+// [n, I] and dx [n, H] from the cached activations a, b) works on any slice of rows; the
+// weight gradients sum over the rows, so they take all of an expert's rows in one call
+// (the same reduction as swiglu_backward, hence the same bits).
+void swiglu_backward_rows(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* a, const float* b,
+                          const float* dy, float* da, float* db, float* dx);
+void swiglu_weight_grads(int64_t H, int64_t I, int64_t n, const float* x, const float* h, const float* dy,
+                         const float* da, const float* db, ExpertWeights& g);
 // Grouped over this rank's local experts: rows of local expert e are
 // [offsets[e], offsets[e+1]) of x / y / dx.
 struct ExpertGroup {

@@ -52,13 +52,18 @@ void MoeLayer::backward(const float* dout, float* dx, MoeWeights& grads) {
   const int64_t H = cfg_.H(), T = routing_.tokens;
   const int K = cfg_.K();
   // Combine's backward: the output gradient goes to every expert the token visited.
-  std::vector<float> dy(size_t(handle_.n_rows() * H)), dxr(dy.size());
-  dispatcher_.dispatch_cached(opt_.dispatch, handle_, dout, dy.data());
-  for (int64_t i = 0; i < handle_.n_rows(); ++i)
-    for (int64_t j = 0; j < H; ++j) dy[size_t(i * H + j)] *= handle_.row_gate[size_t(i)];
-  experts_backward(group_, expert_caches_, dy.data(), dxr.data(), grads);
   // Dispatch's backward: input gradients return home and are summed unweighted.
-  dispatcher_.combine(opt_.combine, handle_, dxr.data(), {nullptr, dx, false});
+  if (opt_.fused) {
+    fused_experts_backward(dispatcher_, w_, handle_, dout, expert_caches_, opt_.pipeline, grads, &pipeline_stats_);
+    dispatcher_.combine_opened(handle_, {nullptr, dx, false});
+  } else {
+    std::vector<float> dy(size_t(handle_.n_rows() * H)), dxr(dy.size());
+    dispatcher_.dispatch_cached(opt_.dispatch, handle_, dout, dy.data());
+    for (int64_t i = 0; i < handle_.n_rows(); ++i)
+      for (int64_t j = 0; j < H; ++j) dy[size_t(i * H + j)] *= handle_.row_gate[size_t(i)];
+    experts_backward(group_, expert_caches_, dy.data(), dxr.data(), grads);
+    dispatcher_.combine(opt_.combine, handle_, dxr.data(), {nullptr, dx, false});
+  }
 
   // Gate gradients from the rows kept at home, then the router and the shared expert.
   std::vector<float> dgate(size_t(T * K));

@@ -25,7 +25,7 @@ struct LayerOptions {
   }
   DispatchStyle dispatch = DispatchStyle::Pull;
   CombineStyle combine = CombineStyle::Pull;
-  // Forward through the fused pipeline (mok/pipeline.h): pull dispatch and pull combine only.
+  // Forward and backward through the fused pipeline (mok/pipeline.h): pull styles only.
   bool fused = false;
   PipelineOptions pipeline;
 };
@@ -45,7 +45,7 @@ class MoeLayer {
   const DispatchHandle& handle() const { return handle_; }
   const Routing& routing() const { return routing_; }
   Dispatcher& dispatcher() { return dispatcher_; }
-  // The last fused forward's timings and plan.
+  // The last fused forward's or backward's timings and plan.
   const PipelineStats& pipeline_stats() const { return pipeline_stats_; }
 
  private:

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -92,29 +93,18 @@ PipelinePlan plan_pipeline(const std::vector<int64_t>& offsets, const PipelineOp
   return p;
 }
 
-DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const float* x, const Routing& routing,
-                                      const PipelineOptions& opt, std::vector<FfnCache>& caches,
-                                      PipelineStats* stats) {
-  const MoeConfig& cfg = d.config();
-  const int64_t H = cfg.H(), I = cfg.I();
-  const int EL = cfg.experts_per_rank(), R = cfg.R(), C = opt.comm_workers, P = opt.compute_workers;
-  const size_t rb = cfg.row_bytes();
-  const int me = d.transport().rank();
-  const auto t0 = Clock::now();
+namespace {
 
-  DispatchHandle h = d.begin_pull_dispatch(x, routing);
-  std::vector<int64_t> offsets(size_t(EL + 1));
-  for (int e = 0; e <= EL; ++e) offsets[size_t(e)] = h.seg_start[size_t(e * R)];
-  const PipelinePlan plan = plan_pipeline(offsets, opt);
-  caches.resize(size_t(EL));
-  for (int e = 0; e < EL; ++e) {
-    const size_t n = size_t(offsets[size_t(e + 1)] - offsets[size_t(e)]);
-    caches[size_t(e)].x.resize(n * size_t(H));
-    for (auto* v : {&caches[size_t(e)].a, &caches[size_t(e)].b, &caches[size_t(e)].h}) v->resize(n * size_t(I));
-  }
-  std::byte* published = d.open_outputs();
+// A compute worker's work on one tile whose rows (payload format) are at `rows`.
+using TileWork = std::function<void(int worker, const PipelineTile& tile, const std::byte* rows)>;
 
-  const int S = opt.ring_slots;
+// The communication workers fetch `h`'s rows minibatch by minibatch into the ring; the
+// compute workers run `work` on their tiles of each landed minibatch. Returns when every
+// tile is done; rethrows the first worker's error.
+void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, const PipelineOptions& opt,
+              const TileWork& work, PipelineStats* stats) {
+  const int C = opt.comm_workers, P = opt.compute_workers, S = opt.ring_slots;
+  const size_t rb = d.config().row_bytes();
   Ring ring(S, size_t(plan.max_minibatch_rows) * rb);
   Failure failure;
   const auto timeout = d.transport().timeout();
@@ -143,7 +133,6 @@ DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const 
   };
   auto compute = [&](int p) {
     try {
-      std::vector<float> y(size_t(opt.tile_rows * H));
       for (int64_t j = 0; j < M && !failure.failed; ++j) {
         const int s = int(j % S);
         auto t = Clock::now();
@@ -153,13 +142,7 @@ DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const 
         const int64_t first_row = rows_of(j).first;
         for (int64_t i = plan.minibatch_tile[size_t(j)] + p; i < plan.minibatch_tile[size_t(j + 1)]; i += P) {
           const PipelineTile& tile = plan.tiles[size_t(i)];
-          FfnCache& c = caches[size_t(tile.expert)];
-          const int64_t local = tile.row - offsets[size_t(tile.expert)];
-          float* xr = c.x.data() + local * H;
-          decode_rows(cfg, ring.slot(s) + size_t(tile.row - first_row) * rb, xr, tile.n);
-          swiglu_forward_rows(w.experts[size_t(me * EL + tile.expert)], H, I, tile.n, xr, y.data(),
-                              c.a.data() + local * I, c.b.data() + local * I, c.h.data() + local * I);
-          encode_rows(cfg, y.data(), published + size_t(tile.row) * rb, tile.n);
+          work(p, tile, ring.slot(s) + size_t(tile.row - first_row) * rb);
         }
         busy[size_t(C + p)] += seconds_since(t);
         if (ring.arrivals[s].fetch_add(1, std::memory_order_acq_rel) == P - 1) {
@@ -179,17 +162,104 @@ DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const 
     for (auto& t : workers) t.join();
   }
   if (failure.error) std::rethrow_exception(failure.error);
-  d.end_pull_dispatch();
   if (stats) {
     stats->rows = h.n_rows();
     stats->plan = plan;
     stats->threads = C + P;
-    stats->wall_s = seconds_since(t0);
     stats->fetch_s = stats->compute_s = stats->starved_s = 0;
     for (int c = 0; c < C; ++c) stats->fetch_s += busy[size_t(c)];
     for (int p = 0; p < P; ++p) stats->compute_s += busy[size_t(C + p)], stats->starved_s += starved[size_t(p)];
   }
+}
+
+std::vector<int64_t> expert_offsets(const DispatchHandle& h, int EL, int R) {
+  std::vector<int64_t> offsets(size_t(EL + 1));
+  for (int e = 0; e <= EL; ++e) offsets[size_t(e)] = h.seg_start[size_t(e * R)];
+  return offsets;
+}
+
+}  // namespace
+
+DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const float* x, const Routing& routing,
+                                      const PipelineOptions& opt, std::vector<FfnCache>& caches,
+                                      PipelineStats* stats) {
+  const MoeConfig& cfg = d.config();
+  const int64_t H = cfg.H(), I = cfg.I();
+  const int EL = cfg.experts_per_rank();
+  const size_t rb = cfg.row_bytes();
+  const int me = d.transport().rank();
+  const auto t0 = Clock::now();
+
+  DispatchHandle h = d.begin_pull_dispatch(x, routing);
+  const std::vector<int64_t> offsets = expert_offsets(h, EL, cfg.R());
+  const PipelinePlan plan = plan_pipeline(offsets, opt);
+  caches.resize(size_t(EL));
+  for (int e = 0; e < EL; ++e) {
+    const size_t n = size_t(offsets[size_t(e + 1)] - offsets[size_t(e)]);
+    caches[size_t(e)].x.resize(n * size_t(H));
+    for (auto* v : {&caches[size_t(e)].a, &caches[size_t(e)].b, &caches[size_t(e)].h}) v->resize(n * size_t(I));
+  }
+  std::byte* published = d.open_outputs();
+  std::vector<std::vector<float>> y(size_t(opt.compute_workers), std::vector<float>(size_t(opt.tile_rows * H)));
+
+  run_ring(d, h, plan, opt, [&](int p, const PipelineTile& tile, const std::byte* rows) {
+    FfnCache& c = caches[size_t(tile.expert)];
+    const int64_t local = tile.row - offsets[size_t(tile.expert)];
+    float* xr = c.x.data() + local * H;
+    decode_rows(cfg, rows, xr, tile.n);
+    swiglu_forward_rows(w.experts[size_t(me * EL + tile.expert)], H, I, tile.n, xr, y[size_t(p)].data(),
+                        c.a.data() + local * I, c.b.data() + local * I, c.h.data() + local * I);
+    encode_rows(cfg, y[size_t(p)].data(), published + size_t(tile.row) * rb, tile.n);
+  }, stats);
+  d.end_pull_dispatch();
+  if (stats) stats->wall_s = seconds_since(t0);
   return h;
+}
+
+void fused_experts_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle& h, const float* dout,
+                            const std::vector<FfnCache>& caches, const PipelineOptions& opt, MoeWeights& grads,
+                            PipelineStats* stats) {
+  const MoeConfig& cfg = d.config();
+  const int64_t H = cfg.H(), I = cfg.I();
+  const int EL = cfg.experts_per_rank();
+  const size_t rb = cfg.row_bytes();
+  const int me = d.transport().rank();
+  const auto t0 = Clock::now();
+  SQZ_CHECK(caches.size() == size_t(EL), "fused backward: no forward caches for this rank's experts");
+
+  d.begin_cached_pull(h, dout);
+  const std::vector<int64_t> offsets = expert_offsets(h, EL, cfg.R());
+  const PipelinePlan plan = plan_pipeline(offsets, opt);
+  const int64_t n = h.n_rows();
+  std::vector<float> dy(size_t(n * H)), da(size_t(n * I)), db(size_t(n * I));
+  // Tiles still to run per expert: the worker finishing an expert's last tile computes its
+  // weight gradients over all its rows, while other rows are still in flight.
+  std::unique_ptr<std::atomic<int64_t>[]> left(new std::atomic<int64_t>[size_t(EL)]);
+  for (int e = 0; e < EL; ++e) left[size_t(e)] = 0;
+  for (const PipelineTile& t : plan.tiles) ++left[size_t(t.expert)];
+  std::byte* published = d.open_outputs();
+  std::vector<std::vector<float>> dx(size_t(opt.compute_workers), std::vector<float>(size_t(opt.tile_rows * H)));
+
+  run_ring(d, h, plan, opt, [&](int p, const PipelineTile& tile, const std::byte* rows) {
+    const int e = tile.expert;
+    const FfnCache& c = caches[size_t(e)];
+    const int64_t local = tile.row - offsets[size_t(e)];
+    float* g = dy.data() + tile.row * H;
+    decode_rows(cfg, rows, g, tile.n);
+    for (int64_t i = 0; i < tile.n; ++i)
+      for (int64_t j = 0; j < H; ++j) g[i * H + j] *= h.row_gate[size_t(tile.row + i)];
+    const ExpertWeights& we = w.experts[size_t(me * EL + e)];
+    swiglu_backward_rows(we, H, I, tile.n, c.a.data() + local * I, c.b.data() + local * I, g,
+                         da.data() + tile.row * I, db.data() + tile.row * I, dx[size_t(p)].data());
+    encode_rows(cfg, dx[size_t(p)].data(), published + size_t(tile.row) * rb, tile.n);
+    if (left[size_t(e)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      const int64_t b = offsets[size_t(e)], ne = offsets[size_t(e + 1)] - b;
+      swiglu_weight_grads(H, I, ne, c.x.data(), c.h.data(), dy.data() + b * H, da.data() + b * I,
+                          db.data() + b * I, grads.experts[size_t(me * EL + e)]);
+    }
+  }, stats);
+  d.end_pull_dispatch();
+  if (stats) stats->wall_s = seconds_since(t0);
 }
 
 }  // namespace squeeze::mok

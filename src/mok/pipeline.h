@@ -82,4 +82,13 @@ DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const 
                                       const PipelineOptions& opt, std::vector<FfnCache>& caches,
                                       PipelineStats* stats = nullptr);
 
+// Collective, the backward of the same pipeline: the cached pull dispatch of the output
+// gradient dout [h.tokens, H], each row scaled by its gate, through this rank's experts'
+// backward (input-gradient rows into the published-output buffer, weight gradients
+// accumulated into grads per expert as soon as its last tile is done). The caller then
+// calls d.combine_opened(h, {nullptr, dx, false}).
+void fused_experts_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle& h, const float* dout,
+                            const std::vector<FfnCache>& caches, const PipelineOptions& opt, MoeWeights& grads,
+                            PipelineStats* stats = nullptr);
+
 }  // namespace squeeze::mok

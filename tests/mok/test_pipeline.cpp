@@ -119,6 +119,7 @@ TEST(MokPipeline, FusedEqualsUnfusedBitForBit) {
           EXPECT_EQ(g.router, b.router) << what;
           for (size_t e = 0; e < g.experts.size(); ++e) {
             EXPECT_EQ(g.experts[e].gate, b.experts[e].gate) << what << " expert " << e;
+            EXPECT_EQ(g.experts[e].up, b.experts[e].up) << what << " expert " << e;
             EXPECT_EQ(g.experts[e].down, b.experts[e].down) << what << " expert " << e;
           }
         }
