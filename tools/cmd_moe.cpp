@@ -1,7 +1,9 @@
-// tools/cmd_moe.cpp — `squeeze moe test|bench`: the MoK layer checked against the
-// reference, and the pull vs push dispatch/combine benchmark; in-process ranks, or MPI
+// tools/cmd_moe.cpp — `squeeze moe test|bench|pipeline`: the MoK layer checked against the
+// reference, the pull vs push dispatch/combine benchmark and the fused pipeline against the
+// unfused layer; in-process ranks, or MPI
 // ranks when started under mpirun with --transport mpi-shm|mpi-rma.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 
@@ -11,6 +13,7 @@
 #include "mok/bench.h"
 #include "mok/inproc_transport.h"
 #include "mok/link_model.h"
+#include "mok/pipeline_bench.h"
 #ifdef SQUEEZE_HAVE_MPI
 #include "mok/mpi_alltoallv.h"
 #include "mok/mpi_transport.h"
@@ -139,6 +142,25 @@ int run_test(int argc, char** argv) {
                     std::max(0.0, v.beyond_flips), v.tol, v.ok ? "ok" : "FAIL");
       }
     }
+  {
+    // The fused pipeline (pull / pull) with its default options, through the same check.
+    VerifyResult v;
+    std::mutex m;
+    on_ranks(tr, R, link_from(a), [&](Transport& t) {
+      auto r = verify_layer(t, cfg, LayerOptions::fused_pull(), 42);
+      std::lock_guard<std::mutex> lock(m);
+      if (t.rank() == 0 || t.name() != "inproc") v = r;
+    });
+    all_ok = all_ok && v.ok;
+    int rank = 0;
+#ifdef SQUEEZE_HAVE_MPI
+    if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#endif
+    if (rank == 0)
+      std::printf("%-16s %-5s %s  forward err %.2e  backward err %.2e  beyond wire-rounding flips %.2e (f32 bound %.2e)  %s\n",
+                  "pull (fused)", "pull", cfg.describe().c_str(), v.out_err, v.dx_err, std::max(0.0, v.beyond_flips),
+                  v.tol, v.ok ? "ok" : "FAIL");
+  }
   SQZ_CHECK(all_ok, "moe test: a variant differs from the reference beyond its bound");
   return 0;
 }
@@ -193,15 +215,109 @@ int run_bench(int argc, char** argv) {
   return 0;
 }
 
+void add_pipeline_options(cli::Args& a) {
+  a.int_option({"--comm-workers"}, "C", "fused pipeline: communication workers per rank", {1, 64}, "1")
+      .int_option({"--compute-workers"}, "P", "fused pipeline: compute workers per rank", {1, 64}, "1")
+      .int_option({"--tile-rows"}, "N", "fused pipeline: rows per tile", {1, 1 << 20}, "32")
+      .int_option({"--waves"}, "W", "fused pipeline: minibatch in waves (0: chosen from the shape)", {0, 1 << 20}, "0")
+      .int_option({"--ring"}, "S", "fused pipeline: minibatch slots in the ring", {1, 1 << 16}, "4");
+}
+
+PipelineOptions pipeline_from(const cli::Args& a) {
+  PipelineOptions p;
+  p.comm_workers = a.get_int32("--comm-workers");
+  p.compute_workers = a.get_int32("--compute-workers");
+  p.tile_rows = a.get_int("--tile-rows");
+  p.waves = a.get_int32("--waves");
+  p.ring_slots = a.get_int32("--ring");
+  return p;
+}
+
+void print_phases(const char* what, const PhaseTimes& p) {
+  std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", what, p.total_s * 1e3, p.dispatch_s * 1e3,
+              p.experts_s * 1e3, p.pipeline_s * 1e3, p.combine_s * 1e3);
+}
+
+int run_pipeline(int argc, char** argv) {
+  auto a = make_args("pipeline", "Times the fused pipeline (pull dispatch and expert GEMMs overlapped, outputs "
+                     "published in place for the pull combine) against the unfused pull layer, forward and "
+                     "backward, and sweeps the minibatch size.", "128", "7168", "2048", "16", "8");
+  add_pipeline_options(a);
+  a.int_option({"--iters"}, "N", "timed iterations", {1, 10000}, "3")
+      .option({"--sweep"}, "LIST", "minibatch sizes in waves to time the fused forward at (e.g. 1,2,4,8)", "")
+      .flag({"--no-backward"}, "time the forward only")
+      .real_option({"--skew"}, "S", "router bias −S·ln(e+1) towards low experts (0: balanced)", {.min = 0, .max = 100}, "0");
+  if (!a.parse(argc, argv)) return 0;
+  const std::string tr = a.get("--transport");
+  const int R = world_size(tr, a.get_int32("--ranks"));
+  int rank = 0;
+#ifdef SQUEEZE_HAVE_MPI
+  if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#endif
+  PipelineBenchOptions opt;
+  if (!a.get("--sweep").empty())
+    for (int64_t v : cli::parse_int_list("--sweep", a.get("--sweep"), {1, 1 << 20})) opt.sweep_waves.push_back(int(v));
+  opt.shape = shape_from(a, R);
+  const MoeConfig cfg(opt.shape);
+  opt.iters = a.get_int32("--iters");
+  opt.pipeline = pipeline_from(a);
+  plan_pipeline({0, 0}, opt.pipeline);  // bad options fail here, before any rank starts
+  opt.backward = !a.has("--no-backward");
+  MoeWeights w = random_weights(cfg, 3);
+  for (int e = 0; e < cfg.E(); ++e) w.router_bias[size_t(e)] = float(-a.get_double("--skew") * std::log(e + 1.0));
+  const LinkModel link = link_from(a);
+  PipelineBenchResult r;
+  std::mutex m;
+  on_ranks(tr, R, link, [&](Transport& t) {
+    auto res = bench_pipeline(t, w, opt);
+    std::lock_guard<std::mutex> lock(m);
+    if (t.rank() == 0) r = res;
+  });
+  if (rank != 0) return 0;
+  const double flop = 6.0 * double(r.rows) * double(cfg.H()) * double(cfg.I());
+  std::printf("# %s, transport %s", cfg.describe().c_str(), tr.c_str());
+  if (link.enabled()) std::printf(", link model %s (α %.2f µs, β %.1f GB/s)", link.name.c_str(), link.latency_us, link.gbps);
+  std::printf("\n# rank 0: %lld rows (%.1f GFLOP of expert forward), %d threads per rank (C %d + P %d) x %d ranks on %u cores; "
+              "tile %lld rows, minibatch %d waves (%lld minibatches), ring %d\n",
+              static_cast<long long>(r.rows), flop / 1e9, r.threads_per_rank, opt.pipeline.comm_workers,
+              opt.pipeline.compute_workers, R, r.cores, static_cast<long long>(opt.pipeline.tile_rows), r.waves,
+              static_cast<long long>(r.minibatches), opt.pipeline.ring_slots);
+  std::printf("| run | total ms | dispatch ms | experts ms | pipeline ms | combine ms |\n|---|---|---|---|---|---|\n");
+  print_phases("unfused forward", r.unfused_fwd);
+  print_phases("fused forward", r.fused_fwd);
+  if (opt.backward) {
+    print_phases("unfused backward", r.unfused_bwd);
+    print_phases("fused backward", r.fused_bwd);
+  }
+  std::printf("forward: fused %.2fx the unfused layer, %.0f%% of the dispatch hidden\n",
+              r.unfused_fwd.total_s / r.fused_fwd.total_s, 100 * r.hidden_fwd);
+  if (opt.backward)
+    std::printf("backward: fused %.2fx the unfused layer, %.0f%% of the cached dispatch hidden\n",
+                r.unfused_bwd.total_s / r.fused_bwd.total_s, 100 * r.hidden_bwd);
+  std::printf("memcpy %.2f GB/s per rank; unfused dispatch %.2f GB/s (%.0f%% of memcpy), combine %.2f GB/s (%.0f%%)\n",
+              r.memcpy_gbs, r.dispatch_bytes / r.unfused_fwd.dispatch_s / 1e9,
+              100 * r.dispatch_bytes / r.unfused_fwd.dispatch_s / 1e9 / r.memcpy_gbs,
+              r.combine_bytes / r.unfused_fwd.combine_s / 1e9,
+              100 * r.combine_bytes / r.unfused_fwd.combine_s / 1e9 / r.memcpy_gbs);
+  if (!r.sweep.empty()) {
+    std::printf("| minibatch waves | fused forward ms |\n|---|---|\n");
+    for (auto [waves, s] : r.sweep)
+      std::printf("| %d%s | %.1f |\n", waves, waves == r.waves && opt.pipeline.waves == 0 ? " (default)" : "", s * 1e3);
+  }
+  return 0;
+}
+
 int run_moe(int argc, char** argv) {
   if (argc >= 1 && std::string(argv[0]) == "test") return run_test(argc - 1, argv + 1);
   if (argc >= 1 && std::string(argv[0]) == "bench") return run_bench(argc - 1, argv + 1);
+  if (argc >= 1 && std::string(argv[0]) == "pipeline") return run_pipeline(argc - 1, argv + 1);
   if (argc >= 1 && (std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h")) {
-    std::printf("usage: squeeze moe test|bench [options]   (each has --help)\n");
+    std::printf("usage: squeeze moe test|bench|pipeline [options]   (each has --help)\n");
     return 0;
   }
-  fail("moe: expected a subcommand: test or bench (see squeeze moe --help)");
+  fail("moe: expected a subcommand: test, bench or pipeline (see squeeze moe --help)");
 }
 }  // namespace
 
-SQZ_COMMAND("moe", "MoK expert-parallel MoE layer: test against the reference, bench pull vs push", run_moe);
+SQZ_COMMAND("moe", "MoK expert-parallel MoE layer: test against the reference, bench pull vs push, the fused pipeline",
+            run_moe);

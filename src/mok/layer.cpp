@@ -1,9 +1,28 @@
 // mok/layer.cpp — the MoE layer's forward and backward on one rank.
 #include "mok/layer.h"
 
+#include <chrono>
+
 #include "core/error.h"
 
 namespace squeeze::mok {
+namespace {
+
+// Seconds since the last lap (or construction).
+class PhaseClock {
+ public:
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return s;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
 
 MoeLayer::MoeLayer(const MoeConfig& cfg, Transport& transport, const MoeWeights& weights, LayerOptions opt)
     : cfg_(cfg), t_(transport), w_(weights), opt_(opt), dispatcher_(cfg, transport) {
@@ -27,18 +46,24 @@ void MoeLayer::forward(const float* x, int64_t tokens, float* out) {
     for (int e = 0; e <= EL; ++e) group_.offsets[size_t(e)] = handle_.seg_start[size_t(e * cfg_.R())];
   };
   slot_rows_.assign(size_t(tokens * cfg_.K() * H), 0.0f);
+  PhaseClock clock;
+  forward_timing_ = {};
   if (opt_.fused) {
     handle_ = fused_dispatch_experts(dispatcher_, w_, x, routing_, opt_.pipeline, expert_caches_, &pipeline_stats_);
+    forward_timing_.pipeline_s = clock.lap();
     set_offsets();
     dispatcher_.combine_opened(handle_, {slot_rows_.data(), out, true});
   } else {
     handle_ = dispatcher_.dispatch(opt_.dispatch, x, routing_);
+    forward_timing_.dispatch_s = clock.lap();
     set_offsets();
     std::vector<float> rows(size_t(handle_.n_rows() * H)), y(rows.size());
     handle_.rows_to_f32(cfg_, rows.data());  // the layer never reads the transport buffer again
     experts_forward(group_, rows.data(), y.data(), expert_caches_);
+    forward_timing_.experts_s = clock.lap();
     dispatcher_.combine(opt_.combine, handle_, y.data(), {slot_rows_.data(), out, true});
   }
+  forward_timing_.combine_s = clock.lap();
   if (cfg_.shape().shared_expert) {
     std::vector<float> ys(size_t(tokens * H));
     swiglu_forward(w_.shared, H, cfg_.I(), tokens, x, ys.data(), shared_cache_);
@@ -53,17 +78,23 @@ void MoeLayer::backward(const float* dout, float* dx, MoeWeights& grads) {
   const int K = cfg_.K();
   // Combine's backward: the output gradient goes to every expert the token visited.
   // Dispatch's backward: input gradients return home and are summed unweighted.
+  PhaseClock clock;
+  backward_timing_ = {};
   if (opt_.fused) {
     fused_experts_backward(dispatcher_, w_, handle_, dout, expert_caches_, opt_.pipeline, grads, &pipeline_stats_);
+    backward_timing_.pipeline_s = clock.lap();
     dispatcher_.combine_opened(handle_, {nullptr, dx, false});
   } else {
     std::vector<float> dy(size_t(handle_.n_rows() * H)), dxr(dy.size());
     dispatcher_.dispatch_cached(opt_.dispatch, handle_, dout, dy.data());
+    backward_timing_.dispatch_s = clock.lap();
     for (int64_t i = 0; i < handle_.n_rows(); ++i)
       for (int64_t j = 0; j < H; ++j) dy[size_t(i * H + j)] *= handle_.row_gate[size_t(i)];
     experts_backward(group_, expert_caches_, dy.data(), dxr.data(), grads);
+    backward_timing_.experts_s = clock.lap();
     dispatcher_.combine(opt_.combine, handle_, dxr.data(), {nullptr, dx, false});
   }
+  backward_timing_.combine_s = clock.lap();
 
   // Gate gradients from the rows kept at home, then the router and the shared expert.
   std::vector<float> dgate(size_t(T * K));

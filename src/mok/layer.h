@@ -30,6 +30,13 @@ struct LayerOptions {
   PipelineOptions pipeline;
 };
 
+// Where one forward or backward spent its time on this rank (waits for peers included):
+// unfused, dispatch then experts then combine; fused, the pipeline (dispatch and experts
+// overlapped) then combine.
+struct PhaseTiming {
+  double dispatch_s = 0, experts_s = 0, pipeline_s = 0, combine_s = 0;
+};
+
 class MoeLayer {
  public:
   // Collective. `weights` holds the whole layer; this rank uses its experts, the router
@@ -47,6 +54,8 @@ class MoeLayer {
   Dispatcher& dispatcher() { return dispatcher_; }
   // The last fused forward's or backward's timings and plan.
   const PipelineStats& pipeline_stats() const { return pipeline_stats_; }
+  const PhaseTiming& forward_timing() const { return forward_timing_; }
+  const PhaseTiming& backward_timing() const { return backward_timing_; }
 
  private:
   const MoeConfig cfg_;
@@ -63,6 +72,7 @@ class MoeLayer {
   std::vector<FfnCache> expert_caches_;
   FfnCache shared_cache_;
   PipelineStats pipeline_stats_;
+  PhaseTiming forward_timing_, backward_timing_;
   bool have_forward_ = false;
 };
 

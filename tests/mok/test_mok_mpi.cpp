@@ -61,6 +61,16 @@ int main(int argc, char** argv) {
             s.shared_expert = K == 2;
             MoeConfig lcfg(s);
             run(("layer " + name).c_str(), [&] { testing::check_layer(*t, lcfg, {ds, cs}, rm, -1, 9); });
+            if (ds != DispatchStyle::Pull || cs != CombineStyle::Pull) continue;
+            // The fused pipeline: several workers per process, a ring of two slots, tiles of
+            // two rows (MPI called from worker threads; RMA gets one caller at a time).
+            PipelineOptions po;
+            po.comm_workers = 2;
+            po.compute_workers = 2;
+            po.tile_rows = 2;
+            po.ring_slots = 2;
+            run(("fused layer " + name).c_str(),
+                [&] { testing::check_layer(*t, lcfg, LayerOptions::fused_pull(po), rm, -1, 9); });
           }
     // The last rank never arrives: everyone else must fail within the timeout, naming it.
     run("timeout", [&] {

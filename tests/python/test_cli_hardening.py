@@ -121,6 +121,11 @@ TABLE = [
     (["moe", "test", "--experts", "3", "-r", "2"], "--topk", ["0", "4294967298"] + INT_JUNK, "2"),
     (["moe", "bench", "--topk", "100"], "--iters", ["0", "20000"] + INT_JUNK, "2"),
     (["moe", "bench", "--topk", "100"], "--skew", ["-1"] + REAL_JUNK, "1.1"),
+    (["moe", "pipeline", "--topk", "100"], "--comm-workers", ["0", "65"] + INT_JUNK, "1"),
+    (["moe", "pipeline", "--topk", "100"], "--compute-workers", ["0"] + INT_JUNK, "2"),
+    (["moe", "pipeline", "--topk", "100"], "--tile-rows", ["0"] + INT_JUNK, "16"),
+    (["moe", "pipeline", "--topk", "100"], "--ring", ["0"] + INT_JUNK, "1"),
+    (["moe", "pipeline", "--topk", "100"], "--sweep", ["0", "1,x", "2,-1"], "1,2,4"),
     (["inspect", "/nonexistent.gguf"], "--items", ["-1"] + INT_JUNK, "4"),
 ]
 

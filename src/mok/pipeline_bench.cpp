@@ -1,0 +1,150 @@
+// mok/pipeline_bench.cpp — fused against unfused, phase by phase, on every rank at once.
+#include "mok/pipeline_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "mok/layer.h"
+
+namespace squeeze::mok {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Gradients of this rank's part only: the layer writes its own experts' entries and the
+// replicated router (and shared expert); the other experts stay empty, which keeps a
+// Kimi-like shape's gradients within memory.
+MoeWeights local_grads(const MoeConfig& cfg, int rank) {
+  MoeWeights g;
+  g.router.assign(size_t(cfg.E() * cfg.H()), 0.0f);
+  g.router_bias.assign(size_t(cfg.E()), 0.0f);
+  g.experts.resize(size_t(cfg.E()));
+  const int EL = cfg.experts_per_rank();
+  for (int e = rank * EL; e < (rank + 1) * EL; ++e) {
+    g.experts[size_t(e)].gate.assign(size_t(cfg.I() * cfg.H()), 0.0f);
+    g.experts[size_t(e)].up.assign(size_t(cfg.I() * cfg.H()), 0.0f);
+    g.experts[size_t(e)].down.assign(size_t(cfg.H() * cfg.I()), 0.0f);
+  }
+  if (cfg.shape().shared_expert)
+    for (auto* v : {&g.shared.gate, &g.shared.up, &g.shared.down}) v->assign(size_t(cfg.I() * cfg.H()), 0.0f);
+  return g;
+}
+
+// Per iteration: barrier, forward (and barrier, backward), each phase's slowest rank.
+struct Samples {
+  std::vector<double> fwd[5], bwd[5];  // total, dispatch, experts, pipeline, combine
+  PhaseTimes medians(const std::vector<double> (&v)[5]) const {
+    return {median(v[0]), median(v[1]), median(v[2]), median(v[3]), median(v[4])};
+  }
+};
+
+void time_layer(Transport& t, MoeLayer& layer, const std::vector<float>& x, const std::vector<float>& dout,
+                MoeWeights& grads, bool backward, bool record, Samples& s) {
+  const MoeConfig& cfg = layer.dispatcher().config();
+  std::vector<float> out(x.size()), dx(x.size());
+  t.barrier();
+  auto t0 = Clock::now();
+  layer.forward(x.data(), cfg.T(), out.data());
+  double f[5] = {since(t0), layer.forward_timing().dispatch_s, layer.forward_timing().experts_s,
+                 layer.forward_timing().pipeline_s, layer.forward_timing().combine_s};
+  t.allreduce(f, 5, ReduceOp::Max);
+  if (record)
+    for (int i = 0; i < 5; ++i) s.fwd[i].push_back(f[i]);
+  if (!backward) return;
+  t.barrier();
+  t0 = Clock::now();
+  layer.backward(dout.data(), dx.data(), grads);
+  double b[5] = {since(t0), layer.backward_timing().dispatch_s, layer.backward_timing().experts_s,
+                 layer.backward_timing().pipeline_s, layer.backward_timing().combine_s};
+  t.allreduce(b, 5, ReduceOp::Max);
+  if (record)
+    for (int i = 0; i < 5; ++i) s.bwd[i].push_back(b[i]);
+}
+
+double hidden_share(const PhaseTimes& unfused, const PhaseTimes& fused) {
+  if (unfused.dispatch_s <= 0) return 0;
+  const double h = (unfused.dispatch_s + unfused.experts_s - fused.pipeline_s) / unfused.dispatch_s;
+  return std::clamp(h, 0.0, 1.0);
+}
+
+// One thread per rank, all ranks at once (the dispatch's own contention): best of a few
+// copies of `bytes`.
+double memcpy_gbs(Transport& t, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1 << 20);
+  std::vector<std::byte> a(bytes, std::byte{1}), b(bytes);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    t.barrier();
+    const auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    best = std::min(best, since(t0));
+  }
+  double gbs = double(bytes) / best / 1e9;
+  t.allreduce(&gbs, 1, ReduceOp::Sum);
+  return gbs / t.size();
+}
+
+}  // namespace
+
+PipelineBenchResult bench_pipeline(Transport& t, const MoeWeights& w, const PipelineBenchOptions& opt) {
+  const MoeConfig cfg(opt.shape);
+  const int64_t T = cfg.T(), H = cfg.H();
+  std::mt19937_64 rng(uint64_t(t.rank()) + 1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(size_t(T * H)), dout(x.size());
+  for (float& v : x) v = u(rng);
+  for (float& v : dout) v = u(rng);
+  MoeWeights grads = local_grads(cfg, t.rank());
+
+  PipelineBenchResult r;
+  r.cores = std::thread::hardware_concurrency();
+  r.threads_per_rank = opt.pipeline.comm_workers + opt.pipeline.compute_workers;
+  Samples unfused, fused;
+  {
+    MoeLayer plain(cfg, t, w, LayerOptions{});
+    MoeLayer piped(cfg, t, w, LayerOptions::fused_pull(opt.pipeline));
+    // Alternate the two in every iteration, so that drift on a shared machine hits both.
+    for (int it = 0; it < opt.warmup + opt.iters; ++it) {
+      const bool record = it >= opt.warmup;
+      time_layer(t, plain, x, dout, grads, opt.backward, record, unfused);
+      time_layer(t, piped, x, dout, grads, opt.backward, record, fused);
+    }
+    r.rows = piped.handle().n_rows();
+    r.waves = piped.pipeline_stats().plan.waves;
+    r.minibatches = piped.pipeline_stats().plan.minibatches();
+    double bytes[2] = {double(plain.handle().n_rows()) * double(cfg.row_bytes()),
+                       double(T * cfg.K()) * double(cfg.row_bytes())};
+    t.allreduce(bytes, 2, ReduceOp::Sum);
+    r.dispatch_bytes = bytes[0] / t.size();
+    r.combine_bytes = bytes[1] / t.size();
+  }
+  r.unfused_fwd = unfused.medians(unfused.fwd);
+  r.fused_fwd = fused.medians(fused.fwd);
+  r.unfused_bwd = unfused.medians(unfused.bwd);
+  r.fused_bwd = fused.medians(fused.bwd);
+  r.hidden_fwd = hidden_share(r.unfused_fwd, r.fused_fwd);
+  r.hidden_bwd = opt.backward ? hidden_share(r.unfused_bwd, r.fused_bwd) : 0;
+  r.memcpy_gbs = memcpy_gbs(t, size_t(r.dispatch_bytes));
+
+  for (int waves : opt.sweep_waves) {
+    PipelineOptions p = opt.pipeline;
+    p.waves = waves;
+    MoeLayer piped(cfg, t, w, LayerOptions::fused_pull(p));
+    Samples s;
+    for (int it = 0; it < opt.warmup + opt.iters; ++it) time_layer(t, piped, x, dout, grads, false, it >= opt.warmup, s);
+    r.sweep.emplace_back(waves, median(s.fwd[0]));
+  }
+  return r;
+}
+
+}  // namespace squeeze::mok
