@@ -54,6 +54,7 @@ class MoeLayer {
   Dispatcher& dispatcher() { return dispatcher_; }
   // The last fused forward's or backward's timings and plan.
   const PipelineStats& pipeline_stats() const { return pipeline_stats_; }
+  const LayerOptions& options() const { return opt_; }
   const PhaseTiming& forward_timing() const { return forward_timing_; }
   const PhaseTiming& backward_timing() const { return backward_timing_; }
 

@@ -43,10 +43,22 @@ MoeWeights local_grads(const MoeConfig& cfg, int rank) {
 // Per iteration: barrier, forward (and barrier, backward), each phase's slowest rank.
 struct Samples {
   std::vector<double> fwd[5], bwd[5];  // total, dispatch, experts, pipeline, combine
+  std::vector<double> exposed_fwd, exposed_bwd;  // fused: the pipeline's exposed share of its transfers
   PhaseTimes medians(const std::vector<double> (&v)[5]) const {
     return {median(v[0]), median(v[1]), median(v[2]), median(v[3]), median(v[4])};
   }
 };
+
+// The fused pipeline's own account: the time its compute workers waited for rows (the
+// transfer they could not overlap, the first minibatch's included) over the transfer time
+// (communication workers' busy time per worker). 0 for an unfused layer.
+double exposed_share(const MoeLayer& layer) {
+  const PipelineStats& st = layer.pipeline_stats();
+  if (!layer.options().fused || st.fetch_s <= 0) return 0;
+  const double fetch = st.fetch_s / layer.options().pipeline.comm_workers;
+  const double starved = st.starved_s / layer.options().pipeline.compute_workers;
+  return std::clamp(starved / fetch, 0.0, 1.0);
+}
 
 void time_layer(Transport& t, MoeLayer& layer, const std::vector<float>& x, const std::vector<float>& dout,
                 MoeWeights& grads, bool backward, bool record, Samples& s) {
@@ -58,8 +70,12 @@ void time_layer(Transport& t, MoeLayer& layer, const std::vector<float>& x, cons
   double f[5] = {since(t0), layer.forward_timing().dispatch_s, layer.forward_timing().experts_s,
                  layer.forward_timing().pipeline_s, layer.forward_timing().combine_s};
   t.allreduce(f, 5, ReduceOp::Max);
-  if (record)
+  double exposed = exposed_share(layer);
+  t.allreduce(&exposed, 1, ReduceOp::Max);
+  if (record) {
     for (int i = 0; i < 5; ++i) s.fwd[i].push_back(f[i]);
+    s.exposed_fwd.push_back(exposed);
+  }
   if (!backward) return;
   t.barrier();
   t0 = Clock::now();
@@ -67,8 +83,12 @@ void time_layer(Transport& t, MoeLayer& layer, const std::vector<float>& x, cons
   double b[5] = {since(t0), layer.backward_timing().dispatch_s, layer.backward_timing().experts_s,
                  layer.backward_timing().pipeline_s, layer.backward_timing().combine_s};
   t.allreduce(b, 5, ReduceOp::Max);
-  if (record)
+  exposed = exposed_share(layer);
+  t.allreduce(&exposed, 1, ReduceOp::Max);
+  if (record) {
     for (int i = 0; i < 5; ++i) s.bwd[i].push_back(b[i]);
+    s.exposed_bwd.push_back(exposed);
+  }
 }
 
 double hidden_share(const PhaseTimes& unfused, const PhaseTimes& fused) {
@@ -134,6 +154,8 @@ PipelineBenchResult bench_pipeline(Transport& t, const MoeWeights& w, const Pipe
   r.fused_bwd = fused.medians(fused.bwd);
   r.hidden_fwd = hidden_share(r.unfused_fwd, r.fused_fwd);
   r.hidden_bwd = opt.backward ? hidden_share(r.unfused_bwd, r.fused_bwd) : 0;
+  r.overlap_fwd = 1 - median(fused.exposed_fwd);
+  r.overlap_bwd = opt.backward ? 1 - median(fused.exposed_bwd) : 0;
   r.memcpy_gbs = memcpy_gbs(t, size_t(r.dispatch_bytes));
 
   for (int waves : opt.sweep_waves) {

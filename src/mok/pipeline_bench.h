@@ -32,6 +32,10 @@ struct PipelineBenchResult {
   // Share of the unfused dispatch time the fused pipeline hides:
   // (dispatch + experts − pipeline) / dispatch, clamped to [0, 1].
   double hidden_fwd = 0, hidden_bwd = 0;
+  // The pipeline's own account of the same: 1 − (time its compute workers waited for rows)
+  // / (its transfer time), worst rank, median over iterations. Unlike the difference
+  // above it does not vanish in the noise of a compute-bound layer.
+  double overlap_fwd = 0, overlap_bwd = 0;
   double memcpy_gbs = 0;       // one thread per rank copying a dispatch-sized buffer, all ranks at once
   double dispatch_bytes = 0;   // payload one rank receives per dispatch (its own rows included)
   double combine_bytes = 0;    // payload one rank gathers per combine
