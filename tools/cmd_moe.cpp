@@ -13,6 +13,7 @@
 #include "mok/bench.h"
 #include "mok/inproc_transport.h"
 #include "mok/link_model.h"
+#include "moe_ranks.h"
 #include "mok/pipeline_bench.h"
 #ifdef SQUEEZE_HAVE_MPI
 #include "mok/mpi_alltoallv.h"
@@ -22,46 +23,9 @@
 namespace {
 using namespace squeeze;
 using namespace squeeze::mok;
-
-// --link, --link-latency-us, --link-gbps → the link model (none: the real transport alone).
-LinkModel link_from(const cli::Args& a) {
-  LinkModel m = link_preset(a.get("--link"));
-  if (a.has("--link-latency-us") || a.has("--link-gbps")) {
-    if (!m.enabled()) m.name = "custom";
-    if (a.has("--link-latency-us")) m.latency_us = a.get_double("--link-latency-us");
-    if (a.has("--link-gbps")) m.gbps = a.get_double("--link-gbps");
-    SQZ_CHECK(m.gbps > 0, "--link-latency-us without a preset needs --link-gbps");
-  }
-  return m;
-}
-
-// Runs fn on every rank of the chosen transport (in-process: R threads; MPI: this
-// process), through the link model when one is set.
-void on_ranks(const std::string& transport, int ranks, const LinkModel& link, const std::function<void(Transport&)>& fn) {
-  const auto run = [&](Transport& t) {
-    if (!link.enabled()) return fn(t);
-    LinkModelTransport modelled(t, link);
-    fn(modelled);
-  };
-  if (transport == "inproc") {
-    run_inproc_ranks_or_throw(ranks, run, std::chrono::seconds(60));
-    return;
-  }
-#ifdef SQUEEZE_HAVE_MPI
-  if (transport == "mpi-shm" || transport == "mpi-rma") {
-    ensure_mpi_initialised();
-    auto t = make_mpi_transport(transport == "mpi-shm" ? MpiMode::Shm : MpiMode::Rma);
-    t->set_timeout(std::chrono::seconds(60));
-    run(*t);
-    return;
-  }
-#endif
-#ifdef SQUEEZE_HAVE_MPI
-  fail("unknown transport '", transport, "' (expected inproc, mpi-shm or mpi-rma)");
-#else
-  fail("unknown transport '", transport, "' (expected inproc; this build has no MPI)");
-#endif
-}
+using tools::link_from;
+using tools::on_ranks;
+using tools::world_size;
 
 MoeShape shape_from(const cli::Args& a, int ranks) {
   MoeShape s;
@@ -75,18 +39,6 @@ MoeShape shape_from(const cli::Args& a, int ranks) {
   s.scoring = parse_scoring(a.get("--scoring"));
   s.shared_expert = a.has("--shared");
   return s;
-}
-
-int world_size(const std::string& transport, int requested) {
-#ifdef SQUEEZE_HAVE_MPI
-  if (transport != "inproc") {
-    ensure_mpi_initialised();
-    int n = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-  }
-#endif
-  return requested;
 }
 
 cli::Args make_args(const char* sub, const char* what, const char* tokens, const char* hidden, const char* inter,

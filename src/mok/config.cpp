@@ -84,6 +84,17 @@ void fill(std::vector<float>& v, std::mt19937_64& rng, double scale) {
 }
 }  // namespace
 
+MoeWeights local_zeros(const MoeConfig& c, int rank) {
+  MoeWeights w;
+  w.router.assign(size_t(c.E() * c.H()), 0.0f);
+  w.router_bias.assign(size_t(c.E()), 0.0f);
+  w.experts.resize(size_t(c.E()));
+  const int EL = c.experts_per_rank();
+  for (int e = rank * EL; e < (rank + 1) * EL; ++e) w.experts[size_t(e)] = expert_zeros<float>(c);
+  if (c.shape().shared_expert) w.shared = expert_zeros<float>(c);
+  return w;
+}
+
 template <typename F>
 BasicMoeWeights<F> BasicMoeWeights<F>::zeros(const MoeConfig& c) {
   BasicMoeWeights<F> w;

@@ -91,6 +91,10 @@ using ExpertWeights = BasicExpertWeights<float>;
 using MoeWeights = BasicMoeWeights<float>;
 using RefWeights = BasicMoeWeights<double>;
 
+// Zero gradients for what one rank's layer writes: the replicated router (and shared
+// expert) and its own experts; the other experts stay empty.
+MoeWeights local_zeros(const MoeConfig& cfg, int rank);
+
 // Deterministic random weights scaled so activations stay O(1); bias zero.
 MoeWeights random_weights(const MoeConfig& cfg, uint64_t seed);
 RefWeights to_double(const MoeWeights& w);

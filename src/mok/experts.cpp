@@ -1,9 +1,11 @@
 // mok/experts.cpp — SwiGLU expert forward/backward on the BLAS (per-expert GEMMs).
 #include "mok/experts.h"
 
+#include "core/error.h"
 #include "kernels/cpu/blas.h"
 
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -71,10 +73,18 @@ void swiglu_weight_grads(int64_t H, int64_t I, int64_t n, const float* x, const 
 void experts_forward(const ExpertGroup& g, const float* x, float* y, std::vector<FfnCache>& caches) {
   const int64_t H = g.cfg->H(), I = g.cfg->I();
   const int EL = g.cfg->experts_per_rank();
+  SQZ_CHECK(g.tile_rows >= 1, "experts: tiles of ", g.tile_rows, " rows");
   caches.resize(size_t(EL));
   for (int e = 0; e < EL; ++e) {
     const int64_t b = g.offsets[size_t(e)], n = g.offsets[size_t(e + 1)] - b;
-    swiglu_forward(g.weights->experts[size_t(g.rank * EL + e)], H, I, n, x + b * H, y + b * H, caches[size_t(e)]);
+    FfnCache& c = caches[size_t(e)];
+    c.x.assign(x + b * H, x + (b + n) * H);
+    for (auto* v : {&c.a, &c.b, &c.h}) v->resize(size_t(n * I));
+    for (int64_t r = 0; r < n; r += g.tile_rows) {
+      const int64_t m = std::min(g.tile_rows, n - r);
+      swiglu_forward_rows(g.weights->experts[size_t(g.rank * EL + e)], H, I, m, c.x.data() + r * H,
+                          y + (b + r) * H, c.a.data() + r * I, c.b.data() + r * I, c.h.data() + r * I);
+    }
   }
 }
 
@@ -82,11 +92,18 @@ void experts_backward(const ExpertGroup& g, const std::vector<FfnCache>& caches,
                       MoeWeights& grads) {
   const int64_t H = g.cfg->H(), I = g.cfg->I();
   const int EL = g.cfg->experts_per_rank();
+  SQZ_CHECK(g.tile_rows >= 1, "experts: tiles of ", g.tile_rows, " rows");
   for (int e = 0; e < EL; ++e) {
     const int64_t b = g.offsets[size_t(e)], n = g.offsets[size_t(e + 1)] - b;
     const int ge = g.rank * EL + e;
-    swiglu_backward(g.weights->experts[size_t(ge)], H, I, n, caches[size_t(e)], dy + b * H, dx + b * H,
-                    grads.experts[size_t(ge)]);
+    const FfnCache& c = caches[size_t(e)];
+    std::vector<float> da(size_t(n * I)), db(size_t(n * I));
+    for (int64_t r = 0; r < n; r += g.tile_rows) {
+      const int64_t m = std::min(g.tile_rows, n - r);
+      swiglu_backward_rows(g.weights->experts[size_t(ge)], H, I, m, c.a.data() + r * I, c.b.data() + r * I,
+                           dy + (b + r) * H, da.data() + r * I, db.data() + r * I, dx + (b + r) * H);
+    }
+    swiglu_weight_grads(H, I, n, c.x.data(), c.h.data(), dy + b * H, da.data(), db.data(), grads.experts[size_t(ge)]);
   }
 }
 

@@ -16,9 +16,7 @@ struct FfnCache {
 
 // y [n, H] = down(silu(x·gateᵀ) * (x·upᵀ)) for one expert; fills cache.
 void swiglu_forward(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* x, float* y, FfnCache& c);
-// The same for a slice of an expert's rows, activations into caller-owned a, b, h [n, I]:
-// a row's result does not depend on which rows share the call (the fused pipeline's tiles
-// equal the whole-expert call bit for bit; tested).
+// The same for a slice of an expert's rows, activations into caller-owned a, b, h [n, I].
 void swiglu_forward_rows(const ExpertWeights& w, int64_t H, int64_t I, int64_t n, const float* x, float* y, float* a,
                          float* b, float* h);
 // dy [n, H] -> dx [n, H] (overwritten); accumulates weight gradients into g.
@@ -34,12 +32,17 @@ void swiglu_backward_rows(const ExpertWeights& w, int64_t H, int64_t I, int64_t 
 void swiglu_weight_grads(int64_t H, int64_t I, int64_t n, const float* x, const float* h, const float* dy,
                          const float* da, const float* db, ExpertWeights& g);
 // Grouped over this rank's local experts: rows of local expert e are
-// [offsets[e], offsets[e+1]) of x / y / dx.
+// [offsets[e], offsets[e+1]) of x / y / dx. The per-row products run in tiles of
+// tile_rows rows from each expert's first row, the fused pipeline's tiles: a BLAS may pick
+// a different kernel (and summation order) for a different number of rows, so the same
+// tiles are what makes the two paths agree bit for bit. Weight gradients take each
+// expert's rows in one product in both.
 struct ExpertGroup {
   const MoeConfig* cfg;
   const MoeWeights* weights;
   int rank;
   std::vector<int64_t> offsets;  // [EL + 1]
+  int64_t tile_rows = 32;
 };
 void experts_forward(const ExpertGroup& g, const float* x, float* y, std::vector<FfnCache>& caches);
 void experts_backward(const ExpertGroup& g, const std::vector<FfnCache>& caches, const float* dy, float* dx,

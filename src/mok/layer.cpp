@@ -28,7 +28,7 @@ MoeLayer::MoeLayer(const MoeConfig& cfg, Transport& transport, const MoeWeights&
     : cfg_(cfg), t_(transport), w_(weights), opt_(opt), dispatcher_(cfg, transport) {
   SQZ_CHECK(weights.experts.size() == size_t(cfg.E()) && weights.router.size() == size_t(cfg.E() * cfg.H()),
             "moe layer: weights do not match the config (", cfg.describe(), ")");
-  group_ = {&cfg_, &w_, t_.rank(), {}};
+  group_ = {&cfg_, &w_, t_.rank(), {}, opt.pipeline.tile_rows};
   SQZ_CHECK(!opt.fused || (opt.dispatch == DispatchStyle::Pull && opt.combine == CombineStyle::Pull),
             "moe layer: the fused pipeline pulls (dispatch ", dispatch_style_name(opt.dispatch), ", combine ",
             combine_style_name(opt.combine), " given)");

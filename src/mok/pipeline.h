@@ -19,8 +19,8 @@
 // sweeps the U-curve).
 //
 // Workers are threads and may outnumber the cores: every wait spins briefly, then yields
-// (mok::relax) and gives up after the transport's timeout. A row's result does not depend
-// on which rows share its GEMM, so the fused layer equals the unfused one bit for bit.
+// (mok::relax) and gives up after the transport's timeout. The unfused layer runs its
+// expert products in the same tiles (ExpertGroup::tile_rows), so the two agree bit for bit.
 #pragma once
 
 #include <cstdint>

@@ -21,25 +21,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Gradients of this rank's part only: the layer writes its own experts' entries and the
-// replicated router (and shared expert); the other experts stay empty, which keeps a
-// Kimi-like shape's gradients within memory.
-MoeWeights local_grads(const MoeConfig& cfg, int rank) {
-  MoeWeights g;
-  g.router.assign(size_t(cfg.E() * cfg.H()), 0.0f);
-  g.router_bias.assign(size_t(cfg.E()), 0.0f);
-  g.experts.resize(size_t(cfg.E()));
-  const int EL = cfg.experts_per_rank();
-  for (int e = rank * EL; e < (rank + 1) * EL; ++e) {
-    g.experts[size_t(e)].gate.assign(size_t(cfg.I() * cfg.H()), 0.0f);
-    g.experts[size_t(e)].up.assign(size_t(cfg.I() * cfg.H()), 0.0f);
-    g.experts[size_t(e)].down.assign(size_t(cfg.H() * cfg.I()), 0.0f);
-  }
-  if (cfg.shape().shared_expert)
-    for (auto* v : {&g.shared.gate, &g.shared.up, &g.shared.down}) v->assign(size_t(cfg.I() * cfg.H()), 0.0f);
-  return g;
-}
-
 // Per iteration: barrier, forward (and barrier, backward), each phase's slowest rank.
 struct Samples {
   std::vector<double> fwd[5], bwd[5];  // total, dispatch, experts, pipeline, combine
@@ -124,7 +105,7 @@ PipelineBenchResult bench_pipeline(Transport& t, const MoeWeights& w, const Pipe
   std::vector<float> x(size_t(T * H)), dout(x.size());
   for (float& v : x) v = u(rng);
   for (float& v : dout) v = u(rng);
-  MoeWeights grads = local_grads(cfg, t.rank());
+  MoeWeights grads = local_zeros(cfg, t.rank());
 
   PipelineBenchResult r;
   r.cores = std::thread::hardware_concurrency();

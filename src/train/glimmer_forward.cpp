@@ -48,12 +48,18 @@ Var attention_block(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& le
 
 // One feed-forward block: x + post_norm(W_down · (silu(W_gate·h) ⊙ W_up·h)).
 template <typename T>
-Var ffn_block(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& leaf, Var x, int64_t il) {
+Var ffn_block(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& leaf, Var x, int64_t il,
+              const FfnOverride<T>* ffn) {
   const std::string b = "blk." + std::to_string(il) + ".";
   const bool pre = c.norm_placement != model::NormPlacement::post, post = c.norm_placement != model::NormPlacement::pre;
   const Var in = pre ? rmsnorm(t, x, leaf(b + "ffn_norm.weight"), c.rms_eps) : x;
-  const Var g = swiglu(t, matmul_nt(t, in, leaf(b + "ffn_gate.weight")), matmul_nt(t, in, leaf(b + "ffn_up.weight")));  // [n, F]
-  Var o = matmul_nt(t, g, leaf(b + "ffn_down.weight"));
+  Var o;
+  if (ffn) {
+    o = (*ffn)(t, in, il);
+  } else {
+    const Var g = swiglu(t, matmul_nt(t, in, leaf(b + "ffn_gate.weight")), matmul_nt(t, in, leaf(b + "ffn_up.weight")));  // [n, F]
+    o = matmul_nt(t, g, leaf(b + "ffn_down.weight"));
+  }
   if (post) o = rmsnorm(t, o, leaf(b + "post_ffw_norm.weight"), c.effective_post_norm_eps());
   return add(t, x, o);
 }
@@ -62,7 +68,7 @@ Var ffn_block(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& leaf, Va
 
 template <typename T>
 Var record_forward(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& leaf, std::span<const int32_t> tokens,
-                   int64_t S) {
+                   int64_t S, const FfnOverride<T>* ffn) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   SQZ_CHECK(S > 0 && n > 0 && n % S == 0, "forward: ", n, " tokens are not whole sequences of ", S);
   SQZ_CHECK(S <= c.n_ctx, "forward: sequences of ", S, " tokens exceed the context length ", c.n_ctx);
@@ -75,7 +81,7 @@ Var record_forward(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& lea
   if (c.embd_norm) x = rmsnorm_unweighted(t, x, c.rms_eps);
   for (int64_t il = 0; il < c.n_layer; ++il) {
     x = attention_block(t, c, leaf, x, il, S);
-    x = ffn_block(t, c, leaf, x, il);
+    x = ffn_block(t, c, leaf, x, il, ffn);
   }
   const Var h = rmsnorm(t, x, leaf("output_norm.weight"), c.rms_eps);
   Var logits = matmul_nt(t, h, c.tied_output ? embd : leaf("output.weight"));             // [n, V]
@@ -85,8 +91,8 @@ Var record_forward(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& lea
 }
 
 template Var record_forward<float>(Tape<float>&, const model::ModelConfig&, const ParamLeaf&, std::span<const int32_t>,
-                                   int64_t);
+                                   int64_t, const FfnOverride<float>*);
 template Var record_forward<double>(Tape<double>&, const model::ModelConfig&, const ParamLeaf&,
-                                    std::span<const int32_t>, int64_t);
+                                    std::span<const int32_t>, int64_t, const FfnOverride<double>*);
 
 }  // namespace squeeze::train

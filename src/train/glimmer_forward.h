@@ -25,9 +25,13 @@ using ParamLeaf = std::function<Var(std::string_view name)>;
 // layers), × sigmoid(gate)?, output projection, post-norm?, residual, the same around the
 // SwiGLU FFN] → final norm → head → × logit scale → soft-cap?
 // The config must pass training_support_error().
+// With `ffn` set, layer il's feed-forward product (what sits between its FFN norms) is
+// ffn(t, normed input, il) instead of the dense SwiGLU: the MoE language model's experts.
+template <typename T>
+using FfnOverride = std::function<Var(Tape<T>& t, Var in, int64_t layer)>;
 template <typename T>
 Var record_forward(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& leaf, std::span<const int32_t> tokens,
-                   int64_t seq_len);
+                   int64_t seq_len, const FfnOverride<T>* ffn = nullptr);
 
 // Empty when the training forward implements every option of `c`, else what it lacks
 // (NeoX RoPE and GeGLU: gemma3's).

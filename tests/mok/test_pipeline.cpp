@@ -96,16 +96,22 @@ TEST(MokPipeline, FusedEqualsUnfusedBitForBit) {
   struct Case {
     int R;
     RouteMode mode;
+    int64_t T, H, I;
   };
-  for (const Case c : {Case{1, RouteMode::Balanced}, Case{2, RouteMode::Skewed}, Case{4, RouteMode::EmptyExperts},
-                       Case{2, RouteMode::OneExpert}})
+  // The last case is large enough (about 64 rows per expert, 256-wide products) for a BLAS
+  // to pick different kernels for different row counts: the tiles must match, not the BLAS.
+  for (const Case c : {Case{1, RouteMode::Balanced, 12, 64, 24}, Case{2, RouteMode::Skewed, 12, 64, 24},
+                       Case{4, RouteMode::EmptyExperts, 12, 64, 24}, Case{2, RouteMode::OneExpert, 12, 64, 24},
+                       Case{2, RouteMode::Balanced, 128, 256, 256}})
     for (Payload p : {Payload::F32, Payload::BF16, Payload::MXFP8}) {
-      MoeShape s{.tokens_per_rank = 12, .hidden = 64, .inter = 24, .n_experts = 8, .top_k = 2, .n_ranks = c.R};
+      MoeShape s{.tokens_per_rank = c.T, .hidden = c.H, .inter = c.I, .n_experts = 8, .top_k = 2, .n_ranks = c.R};
       s.payload = p;
       s.shared_expert = c.R == 2;
       const MoeConfig cfg(s);
-      const LayerRun base = run_layer(cfg, c.mode, {});
       for (const PipelineOptions& po : pipes) {
+        LayerOptions unfused;
+        unfused.pipeline.tile_rows = po.tile_rows;
+        const LayerRun base = run_layer(cfg, c.mode, unfused);
         const std::string what = std::string(payload_name(p)) + " R=" + std::to_string(c.R) + " " +
                                  testing::route_mode_name(c.mode) + " C=" + std::to_string(po.comm_workers) +
                                  " P=" + std::to_string(po.compute_workers) + " tile " + std::to_string(po.tile_rows) +
