@@ -22,13 +22,15 @@
 namespace {
 using namespace squeeze;
 
-// pull-fused | pull | push (push-negotiated dispatch, push combine) | push-private
+// pull-fused | pull | push (push-negotiated dispatch, push combine) | push-private |
+// alltoallv (the MPI collective layer; MPI ranks only)
 mok::LayerOptions layer_style(const std::string& s) {
   if (s == "pull-fused") return mok::LayerOptions::fused_pull();
   if (s == "pull") return {mok::DispatchStyle::Pull, mok::CombineStyle::Pull};
   if (s == "push") return {mok::DispatchStyle::PushNegotiated, mok::CombineStyle::Push};
   if (s == "push-private") return {mok::DispatchStyle::PushPrivate, mok::CombineStyle::Push};
-  fail("--style: unknown layer style '", s, "' (expected pull-fused, pull, push or push-private)");
+  if (s == "alltoallv") return {mok::DispatchStyle::Alltoallv, mok::CombineStyle::Alltoallv};
+  fail("--style: unknown layer style '", s, "' (expected pull-fused, pull, push, push-private or alltoallv)");
 }
 
 // The global batch of a step: R·B windows drawn from the step's own generator, rank r
@@ -59,7 +61,7 @@ int run_moe_train(int argc, char** argv) {
       .option({"--tokenizer"}, "GGUF", "take the tokenizer (and vocabulary size) from this model")
       .option({"--transport"}, "NAME", "inproc | mpi-shm | mpi-rma (under mpirun)", "inproc")
       .int_option({"-r", "--ranks"}, "R", "in-process ranks", {1, 64}, "2")
-      .option({"--style"}, "NAME", "MoE layer: pull-fused | pull | push | push-private", "pull-fused")
+      .option({"--style"}, "NAME", "MoE layer: pull-fused | pull | push | push-private | alltoallv (MPI)", "pull-fused")
       .option({"--payload"}, "DTYPE", "bf16 | f32 | mxfp8", "bf16")
       .int_option({"--layers"}, "N", "transformer layers (glimmer-kjv's pattern, [L L L G] repeated)", {1, 8}, "4")
       .int_option({"--experts"}, "E", "experts per layer (a multiple of R)", {1, 256}, "8")

@@ -79,6 +79,8 @@ void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const floa
     staging_.resize(size_t(h.n_rows()) * rb_);
     to_payload(rows, staging_.data(), h.n_rows());
     combine_push(h);
+  } else if (style == CombineStyle::Alltoallv) {
+    combine_alltoallv(h, rows);
   } else {
     to_payload(rows, t_.local(out_pub_), h.n_rows());
     combine_pull(h);

@@ -177,6 +177,11 @@ void Dispatcher::begin_cached_pull(const DispatchHandle& h, const float* x) {
 void Dispatcher::dispatch_cached(DispatchStyle style, const DispatchHandle& h, const float* x, float* out) {
   SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "cached dispatch: the handle is not from a dispatch");
   begin_round(f_dispatch_credit_, dispatch_round_, "cached dispatch: previous round consumed");
+  if (style == DispatchStyle::Alltoallv) {
+    dispatch_cached_alltoallv(h, x, out);
+    end_round(f_dispatch_credit_);
+    return;
+  }
   if (style == DispatchStyle::Pull) {
     publish_cached(h, x);
     std::vector<std::byte> rows(size_t(h.n_rows()) * rb_);

@@ -18,19 +18,23 @@ const char* dispatch_style_name(DispatchStyle s) {
     case DispatchStyle::PushNegotiated: return "push-negotiated";
     case DispatchStyle::PushPrivate: return "push-private";
     case DispatchStyle::Pull: return "pull";
+    case DispatchStyle::Alltoallv: return "alltoallv";
   }
   return "?";
 }
-const char* combine_style_name(CombineStyle s) { return s == CombineStyle::Push ? "push" : "pull"; }
+const char* combine_style_name(CombineStyle s) {
+  return s == CombineStyle::Push ? "push" : s == CombineStyle::Pull ? "pull" : "alltoallv";
+}
 DispatchStyle parse_dispatch_style(const std::string& s) {
-  for (auto d : {DispatchStyle::PushNegotiated, DispatchStyle::PushPrivate, DispatchStyle::Pull})
+  for (auto d : {DispatchStyle::PushNegotiated, DispatchStyle::PushPrivate, DispatchStyle::Pull, DispatchStyle::Alltoallv})
     if (s == dispatch_style_name(d)) return d;
-  fail("unknown dispatch style '", s, "' (expected push-negotiated, push-private or pull)");
+  fail("unknown dispatch style '", s, "' (expected push-negotiated, push-private, pull or alltoallv)");
 }
 CombineStyle parse_combine_style(const std::string& s) {
   if (s == "push") return CombineStyle::Push;
   if (s == "pull") return CombineStyle::Pull;
-  fail("unknown combine style '", s, "' (expected push or pull)");
+  if (s == "alltoallv") return CombineStyle::Alltoallv;
+  fail("unknown combine style '", s, "' (expected push, pull or alltoallv)");
 }
 
 void DispatchHandle::rows_to_f32(const MoeConfig& cfg, float* out) const { decode_rows(cfg, rows_, out, n_rows()); }
@@ -146,6 +150,7 @@ DispatchHandle Dispatcher::dispatch(DispatchStyle style, const float* x, const R
     case DispatchStyle::Pull: dispatch_pull(h, x, routing); break;
     case DispatchStyle::PushNegotiated: dispatch_push_negotiated(h, x, routing); break;
     case DispatchStyle::PushPrivate: dispatch_push_private(h, x); break;
+    case DispatchStyle::Alltoallv: dispatch_alltoallv(h, x); break;
   }
   end_round(f_dispatch_credit_);  // every style has copied out all it received
   timing_.done_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
@@ -232,6 +237,14 @@ void Dispatcher::plan_pull(DispatchHandle& h, const float* x, const Routing& r) 
   }
   mark_known();
 }
+
+#ifndef SQUEEZE_HAVE_MPI
+void Dispatcher::dispatch_alltoallv(DispatchHandle&, const float*) { fail("the Alltoallv style needs an MPI build"); }
+void Dispatcher::dispatch_cached_alltoallv(const DispatchHandle&, const float*, float*) {
+  fail("the Alltoallv style needs an MPI build");
+}
+void Dispatcher::combine_alltoallv(const DispatchHandle&, const float*) { fail("the Alltoallv style needs an MPI build"); }
+#endif
 
 // --- the pull dispatch in halves, for the fused pipeline ---------------------------------
 

@@ -35,8 +35,9 @@
 
 namespace squeeze::mok {
 
-enum class DispatchStyle { PushNegotiated, PushPrivate, Pull };
-enum class CombineStyle { Push, Pull };
+// Alltoallv (both): the MPI collective baseline (mok/mpi_dispatch_alltoallv.cpp), MPI ranks only.
+enum class DispatchStyle { PushNegotiated, PushPrivate, Pull, Alltoallv };
+enum class CombineStyle { Push, Pull, Alltoallv };
 const char* dispatch_style_name(DispatchStyle s);
 const char* combine_style_name(CombineStyle s);
 DispatchStyle parse_dispatch_style(const std::string& s);
@@ -158,6 +159,12 @@ class Dispatcher {
   // landed (comb_recv_); pull in the owner's published outputs when this process can
   // address them (Transport::peer), else gathered into slots_.
   void combine_push(const DispatchHandle& h);
+  // The Alltoallv style (MPI builds; elsewhere an error).
+  void dispatch_alltoallv(DispatchHandle& h, const float* x);
+  void dispatch_cached_alltoallv(const DispatchHandle& h, const float* x, float* out);
+  void combine_alltoallv(const DispatchHandle& h, const float* rows);
+  void alltoallv_rows(const DispatchHandle& h, const std::byte* send, std::byte* recv, size_t unit);
+  void permute_received(const DispatchHandle& h, const std::byte* recv, std::byte* out, size_t unit) const;
   void combine_pull(const DispatchHandle& h);  // the outputs are in out_pub_ already
   void sum_slots(const DispatchHandle& h, const CombineOut& out);
 
@@ -174,6 +181,7 @@ class Dispatcher {
   FlagId f_dispatch_credit_, f_combine_credit_;
   uint64_t dispatch_round_ = 0, combine_round_ = 0;
   std::vector<std::byte> staging_;
+  std::vector<std::byte> a2a_recv_;  // Alltoallv combine: rows back home, in send order
   std::vector<std::byte> slots_;  // pull combine's gathered slots; kept so that its pages stay mapped
   std::vector<const std::byte*> slot_rows_;
   Traffic traffic_;

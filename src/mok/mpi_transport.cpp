@@ -63,6 +63,7 @@ void arrive_all(MPI_Comm comm, std::chrono::milliseconds timeout, const char* wh
 
 class MpiTransport final : public Transport {
  public:
+  MPI_Comm comm() const { return comm_; }
   MpiTransport(MpiMode mode, MPI_Comm comm, std::chrono::milliseconds timeout) : mode_(mode) {
     set_timeout(timeout);
     arrive_all(comm, timeout, "mpi transport construction");
@@ -254,6 +255,12 @@ MpiMode parse_mpi_mode(const std::string& s) {
 
 std::unique_ptr<Transport> make_mpi_transport(MpiMode mode, MPI_Comm comm, std::chrono::milliseconds timeout) {
   return std::make_unique<MpiTransport>(mode, comm, timeout);
+}
+
+MPI_Comm communicator_of(Transport& t) {
+  auto* m = dynamic_cast<MpiTransport*>(&t);
+  SQZ_CHECK(m, "the Alltoallv layer needs MPI ranks (transport ", t.name(), ")");
+  return m->comm();
 }
 
 void ensure_mpi_initialised() {

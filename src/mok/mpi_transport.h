@@ -21,14 +21,17 @@ enum class MpiMode { Shm, Rma };
 const char* mpi_mode_name(MpiMode m);
 MpiMode parse_mpi_mode(const std::string& s);
 
-// MPI must be initialised (MPI_Init_thread with at least MPI_THREAD_FUNNELED); the
-// transport is used by the thread that initialised it. Construction and destruction
+// MPI must be initialised (ensure_mpi_initialised: MPI_THREAD_SERIALIZED); the transport is
+// used by one thread at a time. Construction and destruction
 // are collective over `comm`. Every collective it makes (construction, alloc, barrier,
 // allreduce) has the transport's timeout (`timeout` until set_timeout) and names a rank
 // that did not arrive; only destruction (MPI_Win_free) is a bare collective.
 std::unique_ptr<Transport> make_mpi_transport(MpiMode mode, MPI_Comm comm = MPI_COMM_WORLD,
                                               std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+// The communicator of an MPI transport (for collectives such as the Alltoallv layer);
+// an error naming the transport for any other.
+MPI_Comm communicator_of(Transport& t);
 // Initialises MPI once for the process (no-op if already done); finalises at exit.
 void ensure_mpi_initialised();
 

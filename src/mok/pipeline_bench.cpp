@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -110,15 +111,24 @@ PipelineBenchResult bench_pipeline(Transport& t, const MoeWeights& w, const Pipe
   PipelineBenchResult r;
   r.cores = std::thread::hardware_concurrency();
   r.threads_per_rank = opt.pipeline.comm_workers + opt.pipeline.compute_workers;
-  Samples unfused, fused;
+  Samples unfused, fused, collective;
+  // The same expert tiles in every layer (ExpertGroup::tile_rows): only the exchange differs.
+  LayerOptions plain_opt;
+  plain_opt.pipeline = opt.pipeline;
+  LayerOptions a2a_opt(DispatchStyle::Alltoallv, CombineStyle::Alltoallv);
+  a2a_opt.pipeline = opt.pipeline;
+  r.has_alltoallv = t.name() == "mpi-shm" || t.name() == "mpi-rma";
   {
-    MoeLayer plain(cfg, t, w, LayerOptions{});
+    MoeLayer plain(cfg, t, w, plain_opt);
     MoeLayer piped(cfg, t, w, LayerOptions::fused_pull(opt.pipeline));
-    // Alternate the two in every iteration, so that drift on a shared machine hits both.
+    std::unique_ptr<MoeLayer> a2a;
+    if (r.has_alltoallv) a2a = std::make_unique<MoeLayer>(cfg, t, w, a2a_opt);
+    // Alternate the layers in every iteration, so that drift on a shared machine hits all.
     for (int it = 0; it < opt.warmup + opt.iters; ++it) {
       const bool record = it >= opt.warmup;
       time_layer(t, plain, x, dout, grads, opt.backward, record, unfused);
       time_layer(t, piped, x, dout, grads, opt.backward, record, fused);
+      if (a2a) time_layer(t, *a2a, x, dout, grads, opt.backward, record, collective);
     }
     r.rows = piped.handle().n_rows();
     r.waves = piped.pipeline_stats().plan.waves;
@@ -132,6 +142,8 @@ PipelineBenchResult bench_pipeline(Transport& t, const MoeWeights& w, const Pipe
   r.unfused_fwd = unfused.medians(unfused.fwd);
   r.fused_fwd = fused.medians(fused.fwd);
   r.unfused_bwd = unfused.medians(unfused.bwd);
+  r.alltoallv_fwd = collective.medians(collective.fwd);
+  r.alltoallv_bwd = collective.medians(collective.bwd);
   r.fused_bwd = fused.medians(fused.bwd);
   r.hidden_fwd = hidden_share(r.unfused_fwd, r.fused_fwd);
   r.hidden_bwd = opt.backward ? hidden_share(r.unfused_bwd, r.fused_bwd) : 0;

@@ -29,6 +29,9 @@ struct PhaseTimes {
 
 struct PipelineBenchResult {
   PhaseTimes unfused_fwd, fused_fwd, unfused_bwd, fused_bwd;
+  // The MPI_Alltoallv layer (dispatch and combine by the collectives), on MPI ranks only.
+  bool has_alltoallv = false;
+  PhaseTimes alltoallv_fwd, alltoallv_bwd;
   // Share of the unfused dispatch time the fused pipeline hides:
   // (dispatch + experts − pipeline) / dispatch, clamped to [0, 1].
   double hidden_fwd = 0, hidden_bwd = 0;

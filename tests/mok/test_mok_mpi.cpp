@@ -72,6 +72,20 @@ int main(int argc, char** argv) {
             run(("fused layer " + name).c_str(),
                 [&] { testing::check_layer(*t, lcfg, LayerOptions::fused_pull(po), rm, -1, 9); });
           }
+    // The Alltoallv layer (the collective baseline) through the same checks as the others.
+    for (auto rm : {RouteMode::Balanced, RouteMode::Skewed})
+      for (Payload p : {Payload::F32, Payload::BF16}) {
+        MoeShape s{.tokens_per_rank = 5, .hidden = 12, .inter = 6, .n_experts = 8, .top_k = 2, .n_ranks = size};
+        s.payload = p;
+        const MoeConfig cfg(s);
+        const std::string name = std::string("alltoallv ") + testing::route_mode_name(rm) + " " + cfg.describe();
+        run(name.c_str(), [&] {
+          testing::check_dispatch_tagged(*t, cfg, DispatchStyle::Alltoallv, CombineStyle::Alltoallv, rm, -1, 3);
+        });
+        run(("layer " + name).c_str(), [&] {
+          testing::check_layer(*t, cfg, {DispatchStyle::Alltoallv, CombineStyle::Alltoallv}, rm, -1, 9);
+        });
+      }
     // The last rank never arrives: everyone else must fail within the timeout, naming it.
     run("timeout", [&] {
       MoeConfig cfg(MoeShape{.tokens_per_rank = 4, .hidden = 8, .inter = 4, .n_experts = 2 * size, .top_k = 2,
