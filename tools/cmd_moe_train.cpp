@@ -17,6 +17,8 @@
 #include "moe_ranks.h"
 #include "text/tokenizer.h"
 #include "train/corpus.h"
+#include "train/loss_plot.h"
+#include "train/trainer.h"
 #include "train/moe_lm.h"
 
 namespace {
@@ -75,6 +77,7 @@ int run_moe_train(int argc, char** argv) {
       .int_option({"--seed"}, "N", "weights and data", {0, 1LL << 62}, "1")
       .int_option({"--print-every"}, "N", "print the loss every N steps", {1, 1000000}, "10")
       .option({"--loss-csv"}, "FILE", "write step,loss,seconds (rank 0)")
+      .option({"--plot"}, "FILE", "write the loss curve as a PNG (rank 0)")
       .option({"--link"}, "MODEL", "none | nvlink | ib (mok/link_model.h)", "none")
       .real_option({"--link-latency-us"}, "A", "the link model's one-way latency α (µs)", {.min = 0, .max = 1e6})
       .real_option({"--link-gbps"}, "B", "the link model's bandwidth β per peer (GB/s)",
@@ -117,6 +120,7 @@ int run_moe_train(int argc, char** argv) {
   std::ostringstream csv;
   csv << "step,loss,seconds\n";
   double tokens_per_s = 0, seconds = 0, last_loss = 0;
+  std::vector<train::StepRecord> history;
   int64_t n_params = 0;
   std::mutex m;
   tools::on_ranks(tr, R, tools::link_from(a), [&](mok::Transport& t) {
@@ -132,6 +136,7 @@ int run_moe_train(int argc, char** argv) {
       if (t.rank() != 0) continue;
       std::lock_guard<std::mutex> lock(m);
       csv << s + 1 << ',' << loss << ',' << el << '\n';
+      history.push_back({.step = s + 1, .loss = float(loss), .lr = train::learning_rate(sched, s)});
       last_loss = loss;
       if ((s + 1) % print_every == 0 || s + 1 == steps) {
         std::printf("step %lld  loss %.4f  %.1f s\n", static_cast<long long>(s + 1), loss, el);
@@ -153,6 +158,9 @@ int run_moe_train(int argc, char** argv) {
               check.describe().c_str(), R, tr.c_str(), a.get("--style").c_str(), static_cast<long long>(n_params),
               static_cast<long long>(steps), seconds, tokens_per_s, last_loss);
   if (a.has("--loss-csv")) gguf::write_file_atomically(a.get("--loss-csv"), csv.str());
+  if (a.has("--plot"))
+    train::write_loss_plot(a.get("--plot"), history,
+                           "moe-train " + a.get("--style") + ", " + std::to_string(R) + " ranks: training loss");
   return 0;
 }
 
