@@ -2,7 +2,9 @@
 # bench/moe_table.sh — the MoK dispatch/combine table of docs/moe.md: `squeeze moe bench`
 # REPS times (default 5) per transport, R ranks (default 2: one per core on the 2-core
 # development machine, the main configuration; more ranks than cores measure the
-# scheduler), and per cell the median over the repetitions with its min–max spread.
+# scheduler), and per cell the median over the repetitions with its min–max spread; the
+# in-process run is repeated through the InfiniBand-class link model (transport inproc+ib),
+# with the remote operations and round trips per tiny-payload dispatch.
 #
 # usage: bench/moe_table.sh [REPS] [RANKS] [extra moe bench options, e.g. --tokens 128]
 set -euo pipefail
@@ -22,6 +24,8 @@ MPIRUN=(mpirun -np "$RANKS")
 for rep in $(seq "$REPS"); do
   echo "moe_table: repetition $rep of $REPS" >&2
   "$SQ" moe bench --transport inproc --ranks "$RANKS" "$@" >> "$raw"
+  # The InfiniBand-class link model over in-process ranks: what a remote operation would cost.
+  "$SQ" moe bench --transport inproc --ranks "$RANKS" --link ib "$@" >> "$raw"
   "${MPIRUN[@]}" "$SQ" moe bench --transport mpi-shm "$@" >> "$raw"
   "${MPIRUN[@]}" "$SQ" moe bench --transport mpi-rma "$@" >> "$raw"
 done
@@ -46,8 +50,8 @@ for line in open(raw):
     cells[key].append([float(x) if x not in ("-", "nan") else None for x in m.groups()[3:]])
 print(f"{shape}; R = {ranks}; median over {reps} runs of `squeeze moe bench` (each a median over its "
       f"iterations of the slowest rank), [min–max] over the runs.\n")
-print("| transport | routing | method | signal µs | known µs | dispatch µs | combine µs | payload KB | meta KB |")
-print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+print("| transport | routing | method | signal µs | known µs | dispatch µs | combine µs | payload KB | meta KB | remote ops | round trips |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 def cell(runs, i, spread=True, method=""):
     if method == "MPI_Alltoallv" and i == 1:
         return "–"  # the collective has no separate "counts known" moment
@@ -59,5 +63,6 @@ def cell(runs, i, spread=True, method=""):
 for key in sorted(order, key=lambda k: (k[1], order.index(k))):
     runs = cells[key]
     print(f"| {key[0]} | {key[1]} | {key[2]} | {cell(runs, 0)} | {cell(runs, 1, method=key[2])} | {cell(runs, 2)} | "
-          f"{cell(runs, 4)} | {cell(runs, 6, False)} | {cell(runs, 7, False)} |")
+          f"{cell(runs, 4)} | {cell(runs, 6, False)} | {cell(runs, 7, False)} | {cell(runs, 8, False)} | "
+          f"{cell(runs, 9, False)} |")
 PY
