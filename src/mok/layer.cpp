@@ -105,7 +105,14 @@ void MoeLayer::backward(const float* dout, float* dx, MoeWeights& grads) {
       for (int64_t j = 0; j < H; ++j) acc += dout[t * H + j] * y[j];
       dgate[size_t(t * K + k)] = acc;
     }
-  MoeWeights local = MoeWeights::zeros(cfg_);
+  // Only the router's and the shared expert's gradients: no zeroed copy of every expert.
+  MoeWeights local;
+  local.router.assign(w_.router.size(), 0.0f);
+  local.router_bias.assign(w_.router_bias.size(), 0.0f);
+  if (cfg_.shape().shared_expert)
+    for (auto [dst, src] : {std::pair{&local.shared.gate, &w_.shared.gate}, std::pair{&local.shared.up, &w_.shared.up},
+                            std::pair{&local.shared.down, &w_.shared.down}})
+      dst->assign(src->size(), 0.0f);
   route_backward(cfg_, w_, x_.data(), routing_, router_cache_, dgate.data(), dx, local);
   if (cfg_.shape().shared_expert) {
     std::vector<float> dxs(size_t(T * H));
