@@ -13,11 +13,10 @@
 #include "mok/bench.h"
 #include "mok/inproc_transport.h"
 #include "mok/link_model.h"
-#include "moe_ranks.h"
 #include "mok/pipeline_bench.h"
+#include "moe_ranks.h"
 #ifdef SQUEEZE_HAVE_MPI
 #include "mok/mpi_alltoallv.h"
-#include "mok/mpi_transport.h"
 #endif
 
 namespace {
@@ -84,11 +83,7 @@ int run_test(int argc, char** argv) {
       });
       all_ok = all_ok && v.ok;
       {
-#ifdef SQUEEZE_HAVE_MPI
-        int rank = 0;
-        if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (rank != 0) continue;
-#endif
+        if (tools::reporting_rank(tr) != 0) continue;
         std::printf("%-16s %-5s %s  forward err %.2e  backward err %.2e  beyond wire-rounding flips %.2e (f32 bound %.2e)  %s\n",
                     dispatch_style_name(ds), combine_style_name(cs), cfg.describe().c_str(), v.out_err, v.dx_err,
                     std::max(0.0, v.beyond_flips), v.tol, v.ok ? "ok" : "FAIL");
@@ -104,10 +99,7 @@ int run_test(int argc, char** argv) {
       if (t.rank() == 0 || t.name() != "inproc") v = r;
     });
     all_ok = all_ok && v.ok;
-    int rank = 0;
-#ifdef SQUEEZE_HAVE_MPI
-    if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-#endif
+    const int rank = tools::reporting_rank(tr);
     if (rank == 0)
       std::printf("%-16s %-5s %s  forward err %.2e  backward err %.2e  beyond wire-rounding flips %.2e (f32 bound %.2e)  %s\n",
                   "pull (fused)", "pull", cfg.describe().c_str(), v.out_err, v.dx_err, std::max(0.0, v.beyond_flips),
@@ -126,10 +118,7 @@ int run_bench(int argc, char** argv) {
   if (!a.parse(argc, argv)) return 0;
   const std::string tr = a.get("--transport");
   const int R = world_size(tr, a.get_int32("--ranks"));
-  int rank = 0;
-#ifdef SQUEEZE_HAVE_MPI
-  if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-#endif
+  const int rank = tools::reporting_rank(tr);
   BenchOptions opt;
   opt.shape = shape_from(a, R);
   const MoeConfig cfg(opt.shape);
@@ -202,10 +191,7 @@ int run_pipeline(int argc, char** argv) {
   if (!a.parse(argc, argv)) return 0;
   const std::string tr = a.get("--transport");
   const int R = world_size(tr, a.get_int32("--ranks"));
-  int rank = 0;
-#ifdef SQUEEZE_HAVE_MPI
-  if (tr != "inproc") MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-#endif
+  const int rank = tools::reporting_rank(tr);
   PipelineBenchOptions opt;
   if (!a.get("--sweep").empty())
     for (int64_t v : cli::parse_int_list("--sweep", a.get("--sweep"), {1, 1 << 20})) opt.sweep_waves.push_back(int(v));

@@ -13,6 +13,12 @@
 
 namespace squeeze::mok {
 
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 Routing synthetic_routing(const MoeConfig& cfg, int rank, int64_t tokens, double skew, uint64_t seed) {
   const int E = cfg.E(), K = cfg.K();
   std::mt19937_64 rng(seed * 7919 + uint64_t(rank));
@@ -42,11 +48,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+double median(std::vector<double> v) { return median_of(std::move(v)); }
 
 struct Timed {
   double dispatch_s, combine_s, known_s;

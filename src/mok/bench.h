@@ -13,6 +13,9 @@
 
 namespace squeeze::mok {
 
+// The median of a benchmark's samples (0 for none).
+double median_of(std::vector<double> v);
+
 // Rank r's routing for `tokens` tokens: K distinct experts per token drawn with
 // probability ∝ 1/(e+1)^skew (0: balanced; ~1.2: Zipf-like skew); gates normalised.
 Routing synthetic_routing(const MoeConfig& cfg, int rank, int64_t tokens, double skew, uint64_t seed);

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "mok/bench.h"
 #include "mok/layer.h"
 
 namespace squeeze::mok {
@@ -16,11 +17,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+double median(std::vector<double> v) { return median_of(std::move(v)); }
 
 // Per iteration: barrier, forward (and barrier, backward), each phase's slowest rank.
 struct Samples {
