@@ -240,6 +240,8 @@ int run_pipeline(int argc, char** argv) {
     std::printf("backward: fused %.2fx the unfused layer; transfer hidden %.0f%% (pipeline's account), %.0f%% "
                 "(difference)\n",
                 r.unfused_bwd.total_s / r.fused_bwd.total_s, 100 * r.overlap_bwd, 100 * r.hidden_bwd);
+  std::printf("payload per rank: %.0f KB received per dispatch, %.0f KB gathered per combine\n",
+              r.dispatch_bytes / 1024, r.combine_bytes / 1024);
   std::printf("memcpy %.2f GB/s per rank; unfused dispatch %.2f GB/s (%.0f%% of memcpy), combine %.2f GB/s (%.0f%%)\n",
               r.memcpy_gbs, r.dispatch_bytes / r.unfused_fwd.dispatch_s / 1e9,
               100 * r.dispatch_bytes / r.unfused_fwd.dispatch_s / 1e9 / r.memcpy_gbs,
