@@ -10,7 +10,12 @@ namespace squeeze::train {
 
 namespace {
 
-constexpr std::array<int64_t, 4> kChunk = {3, 2, 1, 1};  // digits or letters per step, by Effort
+// Digits or letters per step, by Effort. A model this small executes only one-digit steps
+// reliably, so each level spells out one more family digit by digit: medium does sums by
+// single columns (products still in pairs), high does products too.
+constexpr std::array<int64_t, 4> kAdditionChunk = {3, 1, 1, 1};
+constexpr std::array<int64_t, 4> kMultiplicationChunk = {3, 2, 1, 1};
+constexpr std::array<int64_t, 4> kCountingChunk = {4, 3, 1, 1};
 
 int64_t uniform_int(text::Rng& rng, int64_t lo, int64_t hi) {  // [lo, hi]
   return lo + static_cast<int64_t>(rng.next_u64() % static_cast<uint64_t>(hi - lo + 1));
@@ -95,7 +100,7 @@ ReasoningProblem arithmetic(text::Rng& rng, int difficulty, bool multiply) {
   p.question = "What is " + sa + op + sb + "?";
   p.answer = std::to_string(result);
   for (size_t e = 0; e < 4; ++e) {
-    std::string t = column_steps(a, b, multiply, kChunk[e]);
+    std::string t = column_steps(a, b, multiply, multiply ? kMultiplicationChunk[e] : kAdditionChunk[e]);
     if (e == static_cast<size_t>(Effort::xhigh)) {
       t = sa + " has " + digits(sa) +
           (multiply ? "; one digit at a time from the right." : ", " + sb + " has " + digits(sb) +
@@ -145,7 +150,7 @@ ReasoningProblem counting(text::Rng& rng, int difficulty) {
   p.question = "How many times does the letter \"" + l + "\" appear in " + spelled + "?";
   p.answer = std::to_string(total);
   for (size_t e = 0; e < 4; ++e) {
-    const int64_t c = kChunk[e] + (kChunk[e] > 1 ? 1 : 0);  // letters per step: 4, 3, 1, 1
+    const int64_t c = kCountingChunk[e];
     std::string t;
     int64_t running = 0;
     if (e == static_cast<size_t>(Effort::xhigh)) {

@@ -6,7 +6,7 @@
 // 3..6 two-digit numbers. Every level's trace reaches the answer; they differ in how much
 // is done per written step, so a small model gets more right the finer its steps:
 //   low     few big steps (columns in chunks of 3 digits, letters in chunks of 4, ...)
-//   medium  medium steps (chunks of 2)
+//   medium  sums column by column, products in pairs of digits, letters in threes
 //   high    every step (one digit, one letter, one selection)
 //   xhigh   every step, announced, and a check at the end
 // Questions are assigned to the train / valid / test split by a hash of their text, so no
