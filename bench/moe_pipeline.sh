@@ -4,7 +4,8 @@
 #   1. the Kimi-like shape, where the experts dominate on a CPU (T = 128, K = 8, H = 7168,
 #      I = 2048: ~90 GFLOP of expert forward per rank; E = 16 keeps the weights in memory),
 #      with the minibatch sweep;
-#   2. a communication-heavy configuration: small I and the InfiniBand-class link model;
+#   2. a communication-heavy configuration: small I and the InfiniBand-class link model,
+#      with its minibatch sweep;
 #   3. the Kimi-like shape with MXFP8 payloads;
 #   4. the Kimi-like shape over MPI shared memory (when mpirun is found).
 # R = 2 (one rank per core on the 2-core machine); every figure is a ratio within one run.
@@ -19,7 +20,8 @@ echo "## Kimi-like shape, in-process ranks"
 "$SQ" moe pipeline --ranks 2 "${KIMI[@]}" --iters "$ITERS" --sweep 1,2,4,8,16
 echo
 echo "## Communication-heavy: I = 64, InfiniBand-class link model"
-"$SQ" moe pipeline --ranks 2 --tokens 128 --hidden 7168 --inter 64 --experts 16 --topk 8 --link ib --iters "$ITERS"
+"$SQ" moe pipeline --ranks 2 --tokens 128 --hidden 7168 --inter 64 --experts 16 --topk 8 --link ib --iters "$ITERS" \
+  --sweep 1,2,4,8,16,32
 echo
 echo "## Kimi-like shape, MXFP8 payloads"
 "$SQ" moe pipeline --ranks 2 "${KIMI[@]}" --payload mxfp8 --iters "$ITERS" --no-backward

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -21,6 +22,8 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 // What the workers share. Counters count minibatches: filled[s] = how many of slot s's
 // minibatches have landed, consumed[s] = how many the compute workers are done with.
+// Workers outnumber the cores, so a wait spins only briefly and then sleeps on `changed`
+// (every counter update notifies it): a waiting worker gives its core to one with work.
 struct Ring {
   Ring(int slots, size_t slot_bytes)
       : data(size_t(slots) * slot_bytes), slot_bytes(slot_bytes), filled(new std::atomic<int64_t>[size_t(slots)]),
@@ -28,10 +31,19 @@ struct Ring {
     for (int s = 0; s < slots; ++s) filled[s] = consumed[s] = arrivals[s] = 0;
   }
   std::byte* slot(int s) { return data.data() + size_t(s) * slot_bytes; }
+  void raise(std::atomic<int64_t>& counter, int64_t value) {
+    {
+      std::lock_guard<std::mutex> lock(mu);  // a waiter between its check and its sleep cannot miss it
+      counter.store(value, std::memory_order_release);
+    }
+    changed.notify_all();
+  }
   std::vector<std::byte> data;
   size_t slot_bytes;
   std::unique_ptr<std::atomic<int64_t>[]> filled, consumed;
   std::unique_ptr<std::atomic<int>[]> arrivals;  // compute workers done with the slot's minibatch
+  std::mutex mu;
+  std::condition_variable changed;
 };
 
 // First error wins; every waiting worker sees `failed` and leaves.
@@ -48,16 +60,18 @@ struct Failure {
 
 // Waits for a counter of this rank's own workers. It can only run out if a worker of this
 // rank is stuck, never because of a peer (the rows were published before the workers start).
-bool wait_counter(const std::atomic<int64_t>& c, int64_t at_least, const Failure& f, std::chrono::milliseconds timeout,
-                  const char* what, int64_t minibatch) {
-  if (c.load(std::memory_order_acquire) >= at_least) return true;
+bool wait_counter(Ring& ring, const std::atomic<int64_t>& c, int64_t at_least, const Failure& f,
+                  std::chrono::milliseconds timeout, const char* what, int64_t minibatch) {
+  for (int spin = 0; spin < 64; ++spin)
+    if (c.load(std::memory_order_acquire) >= at_least) return true;
   const auto deadline = Clock::now() + timeout;
-  uint64_t spins = 0;
+  std::unique_lock<std::mutex> lock(ring.mu);
   while (c.load(std::memory_order_acquire) < at_least) {
     if (f.failed) return false;
-    relax(spins);
-    if ((spins & 63) == 0 && Clock::now() > deadline)
+    if (Clock::now() > deadline)
       fail("fused pipeline: minibatch ", minibatch, " was not ", what, " within ", timeout.count(), " ms");
+    // Bounded sleeps: a failing worker does not notify, and the deadline must be seen.
+    ring.changed.wait_for(lock, std::chrono::milliseconds(1));
   }
   return true;
 }
@@ -120,12 +134,12 @@ void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, 
     try {
       for (int64_t j = c; j < M && !failure.failed; j += C) {
         const int s = int(j % S);
-        if (!wait_counter(ring.consumed[s], j / S, failure, timeout, "consumed", j - S)) return;
+        if (!wait_counter(ring, ring.consumed[s], j / S, failure, timeout, "consumed", j - S)) return;
         const auto t = Clock::now();
         const auto [begin, end] = rows_of(j);
         d.fetch_rows(h, begin, end - begin, ring.slot(s));
         busy[size_t(c)] += seconds_since(t);
-        ring.filled[s].store(j / S + 1, std::memory_order_release);
+        ring.raise(ring.filled[s], j / S + 1);
       }
     } catch (...) {
       failure.set(std::current_exception());
@@ -136,7 +150,7 @@ void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, 
       for (int64_t j = 0; j < M && !failure.failed; ++j) {
         const int s = int(j % S);
         auto t = Clock::now();
-        if (!wait_counter(ring.filled[s], j / S + 1, failure, timeout, "fetched", j)) return;
+        if (!wait_counter(ring, ring.filled[s], j / S + 1, failure, timeout, "fetched", j)) return;
         starved[size_t(p)] += seconds_since(t);
         t = Clock::now();
         const int64_t first_row = rows_of(j).first;
@@ -147,7 +161,7 @@ void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, 
         busy[size_t(C + p)] += seconds_since(t);
         if (ring.arrivals[s].fetch_add(1, std::memory_order_acq_rel) == P - 1) {
           ring.arrivals[s].store(0, std::memory_order_relaxed);
-          ring.consumed[s].store(j / S + 1, std::memory_order_release);
+          ring.raise(ring.consumed[s], j / S + 1);
         }
       }
     } catch (...) {

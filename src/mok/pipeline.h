@@ -18,8 +18,9 @@
 // synchronisation per minibatch; large ones hide less of the transfer (bench/moe_pipeline.sh
 // sweeps the U-curve).
 //
-// Workers are threads and may outnumber the cores: every wait spins briefly, then yields
-// (mok::relax) and gives up after the transport's timeout. The unfused layer runs its
+// Workers are threads and may outnumber the cores: every wait spins briefly, then sleeps on
+// the ring's condition variable (woken by every counter update) and gives up after the
+// transport's timeout. The unfused layer runs its
 // expert products in the same tiles (ExpertGroup::tile_rows), so the two agree bit for bit.
 #pragma once
 
