@@ -1,8 +1,10 @@
 // mok/combine.cpp — expert outputs back to each token's home rank, push or pull, then
 // the gate-weighted sum over the top-k slots.
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/cpu/ops.h"
 #include "mok/dispatcher.h"
 
 namespace squeeze::mok {
@@ -29,6 +31,7 @@ void Dispatcher::combine_push(const DispatchHandle& h) {
 void Dispatcher::combine_pull(const DispatchHandle& h) {
   std::memcpy(t_.local(seg_pub_), h.seg_start.data(), h.seg_start.size() * 8);
   const uint64_t epoch = ++cpub_epoch_;
+  t_.flag_add(me_, f_out_rows_, 0, kRowRound);  // keeps the streamed combine's count in step
   t_.flag_add(me_, f_comb_pub_, 0, 1);
 
   const int K = cfg_.K();
@@ -73,7 +76,7 @@ void Dispatcher::combine_pull(const DispatchHandle& h) {
 
 void Dispatcher::combine(CombineStyle style, const DispatchHandle& h, const float* rows, const CombineOut& out) {
   SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "combine: the handle is not from a dispatch");
-  SQZ_CHECK(!outputs_open_, "combine: the published outputs are open (open_outputs without combine_opened)");
+  SQZ_CHECK(!outputs_open_, "combine: the published outputs are open (open_outputs without close_outputs)");
   begin_round(f_combine_credit_, combine_round_, "combine: previous round consumed");
   if (style == CombineStyle::Push) {
     staging_.resize(size_t(h.n_rows()) * rb_);
@@ -95,12 +98,12 @@ std::byte* Dispatcher::open_outputs() {
   return t_.local(out_pub_);
 }
 
-void Dispatcher::combine_opened(const DispatchHandle& h, const CombineOut& out) {
-  SQZ_CHECK(h.seg_start.size() == size_t(EL_ * R_ + 1), "combine: the handle is not from a dispatch");
-  SQZ_CHECK(outputs_open_, "combine: combine_opened without open_outputs");
-  outputs_open_ = false;
-  combine_pull(h);
-  sum_slots(h, out);
+void Dispatcher::add_slot(const DispatchHandle& h, const CombineOut& out, int64_t slot, const std::byte* row,
+                          float* tmp) const {
+  const int64_t H = cfg_.H();
+  float* f = out.slot_rows ? out.slot_rows + slot * H : tmp;
+  from_payload(row, f, 1);
+  if (out.out) kernels::cpu::ops().axpy(out.weighted ? h.gate[size_t(slot)] : 1.0f, f, out.out + (slot / h.K) * H, H);
 }
 
 void Dispatcher::sum_slots(const DispatchHandle& h, const CombineOut& out) {
@@ -109,16 +112,13 @@ void Dispatcher::sum_slots(const DispatchHandle& h, const CombineOut& out) {
   const int64_t H = cfg_.H();
   const int K = cfg_.K();
   std::vector<float> tmp(static_cast<size_t>(H));
+  std::vector<int> order(static_cast<size_t>(K));
+  if (out.out) std::memset(out.out, 0, size_t(h.tokens * H) * 4);
   for (int64_t t = 0; t < h.tokens; ++t) {
-    if (out.out) std::memset(out.out + t * H, 0, size_t(H) * 4);
-    for (int k = 0; k < K; ++k) {
-      float* row = out.slot_rows ? out.slot_rows + (t * K + k) * H : tmp.data();
-      from_payload(slot_rows_[size_t(t * K + k)], row, 1);
-      if (!out.out) continue;
-      const float w = out.weighted ? h.gate[size_t(t * K + k)] : 1.0f;
-      float* o = out.out + t * H;
-      for (int64_t i = 0; i < H; ++i) o[i] += w * row[i];
-    }
+    const int32_t* expert = h.expert.data() + t * K;
+    for (int k = 0; k < K; ++k) order[size_t(k)] = k;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return expert[a] < expert[b]; });
+    for (int k : order) add_slot(h, out, t * K + k, slot_rows_[size_t(t * K + k)], tmp.data());
   }
   end_round(f_combine_credit_);
 }

@@ -64,6 +64,7 @@ Dispatcher::Dispatcher(const MoeConfig& cfg, Transport& t)
   f_pp_done_ = t.alloc_flags(R_);
   f_comb_push_ = t.alloc_flags(R_);
   f_comb_pub_ = t.alloc_flags(1);
+  f_out_rows_ = t.alloc_flags(1);
   f_dispatch_credit_ = t.alloc_flags(R_);
   f_combine_credit_ = t.alloc_flags(R_);
 }
@@ -201,8 +202,9 @@ void Dispatcher::plan_pull(DispatchHandle& h, const float* x, const Routing& r) 
   t_.flush();
 
   // 3. Layout: rows for local expert e from source s, tokens ascending.
-  const int lo = me_ * EL_;
+  const int lo = me_ * EL_, E = cfg_.E();
   std::vector<int64_t> counts(size_t(EL_ * R_), 0);
+  std::vector<int64_t> to_expert(size_t(R_ * E), 0);  // [source, global expert]: rows
   auto source_view = [&](int s, int64_t& n, const int32_t*& ids, const float*& gates) {
     const std::byte* base = routes.data() + (route_bytes * size_t(s));
     std::memcpy(&n, base, 8);
@@ -216,11 +218,27 @@ void Dispatcher::plan_pull(DispatchHandle& h, const float* x, const Routing& r) 
     const float* gates;
     source_view(s, n, ids, gates);
     for (int64_t i = 0; i < n * K; ++i) {
-      SQZ_CHECK(ids[i] >= 0 && ids[i] < cfg_.E(), "pull dispatch: rank ", s, " routed to expert ", ids[i]);
+      SQZ_CHECK(ids[i] >= 0 && ids[i] < E, "pull dispatch: rank ", s, " routed to expert ", ids[i]);
+      ++to_expert[size_t(s * E + ids[i])];
       if (ids[i] >= lo && ids[i] < lo + EL_) ++counts[size_t((ids[i] - lo) * R_ + s)];
     }
   }
   finish_owner_layout(h, counts);
+  // Every routing is known, so every owner's layout is: where this rank's rows for
+  // expert g = d·EL + e start at d (its experts before e, then the sources before this one).
+  for (int d = 0; d < R_; ++d) {
+    int64_t base = 0;
+    for (int e = 0; e < EL_; ++e) {
+      const int g = d * EL_ + e;
+      int64_t before = 0, all = 0;
+      for (int s = 0; s < R_; ++s) {
+        if (s < me_) before += to_expert[size_t(s * E + g)];
+        all += to_expert[size_t(s * E + g)];
+      }
+      h.dest_seg[size_t(g)] = base + before;
+      base += all;
+    }
+  }
   std::vector<int64_t> cursor(h.seg_start.begin(), h.seg_start.end() - 1);
   for (int s = 0; s < R_; ++s) {
     int64_t n;

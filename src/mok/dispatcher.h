@@ -23,6 +23,7 @@
 // A handle owns its rows (rows() is valid as long as the handle).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -112,14 +113,22 @@ class Dispatcher {
   // received rows [row, row + n) in payload format, from any thread; end_pull_dispatch
   // releases the round once every row is fetched. open_outputs waits for the combine
   // credit and returns this rank's published-output buffer [n_rows, row_bytes], which the
-  // caller fills before combine_opened publishes it and sums this rank's tokens.
+  // caller fills while the combine runs: the owner calls publish_output_rows(n) (from any
+  // thread) once rows [0, n) are final; combine_streamed (one thread, while the experts
+  // run) sums this rank's tokens, reading each slot in place (or by one get per run of
+  // published rows) as soon as its owner has published it, and returns false if
+  // `cancelled` is raised first; close_outputs(n_rows) ends the round once every row is
+  // published and combine_streamed has returned. The handle must come from a pull dispatch
+  // (every segment's place known).
   DispatchHandle begin_pull_dispatch(const float* x, const Routing& routing);
   // The cached dispatch's pull in the same way: publishes x [h.tokens, H] for `h`'s rows.
   void begin_cached_pull(const DispatchHandle& h, const float* x);
   void fetch_rows(const DispatchHandle& h, int64_t row, int64_t n, std::byte* dst);
   void end_pull_dispatch();
   std::byte* open_outputs();
-  void combine_opened(const DispatchHandle& h, const CombineOut& out);
+  void publish_output_rows(int64_t rows);
+  bool combine_streamed(const DispatchHandle& h, const CombineOut& out, const std::atomic<bool>& cancelled);
+  void close_outputs(int64_t rows);
 
   void barrier() { t_.barrier(); }
   const Traffic& traffic() const { return traffic_; }
@@ -166,7 +175,13 @@ class Dispatcher {
   void alltoallv_rows(const DispatchHandle& h, const std::byte* send, std::byte* recv, size_t unit);
   void permute_received(const DispatchHandle& h, const std::byte* recv, std::byte* out, size_t unit) const;
   void combine_pull(const DispatchHandle& h);  // the outputs are in out_pub_ already
+  // Every combine sums a token's slots in ascending expert order (the order the streamed
+  // combine meets them), one add_slot each, so that every style agrees bit for bit.
   void sum_slots(const DispatchHandle& h, const CombineOut& out);
+  void add_slot(const DispatchHandle& h, const CombineOut& out, int64_t slot, const std::byte* row, float* tmp) const;
+  // How many rows of `owner`'s open outputs are published (at least `need`), polling its
+  // progress flag; -1 if `cancelled` was raised first.
+  int64_t wait_published(int owner, int64_t need, const std::atomic<bool>& cancelled);
 
   MoeConfig cfg_;
   Transport& t_;
@@ -176,6 +191,11 @@ class Dispatcher {
   SymBuffer tok_pub_, route_pub_, cnt_mat_, priv_cnt_, recv_, recv_meta_, seg_pub_, out_pub_, comb_recv_;
   // Flags: *_epoch_ counts how many times each was raised, equal on all ranks.
   FlagId f_pub_, f_cnt_, f_pn_done_, f_pp_done_, f_comb_push_, f_comb_pub_;
+  // Rows of out_pub_ published: kRowRound per finished pull-combine round (cpub_epoch_)
+  // plus the rows published so far in the open one.
+  FlagId f_out_rows_;
+  static constexpr uint64_t kRowRound = uint64_t(1) << 40;
+  int64_t rows_published_ = 0;
   uint64_t pub_epoch_ = 0, pn_epoch_ = 0, pp_epoch_ = 0, cpush_epoch_ = 0, cpub_epoch_ = 0;
   // Credit flags [R] (slot s: rank s consumed round) and rounds started, per phase.
   FlagId f_dispatch_credit_, f_combine_credit_;

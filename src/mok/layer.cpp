@@ -49,10 +49,12 @@ void MoeLayer::forward(const float* x, int64_t tokens, float* out) {
   PhaseClock clock;
   forward_timing_ = {};
   if (opt_.fused) {
-    handle_ = fused_dispatch_experts(dispatcher_, w_, x, routing_, opt_.pipeline, expert_caches_, &pipeline_stats_);
-    forward_timing_.pipeline_s = clock.lap();
+    handle_ = fused_moe_forward(dispatcher_, w_, x, routing_, opt_.pipeline, expert_caches_,
+                                {slot_rows_.data(), out, true}, &pipeline_stats_);
+    const double s = clock.lap();
+    forward_timing_.pipeline_s = s - pipeline_stats_.combine_tail_s;
+    forward_timing_.combine_s = pipeline_stats_.combine_tail_s;
     set_offsets();
-    dispatcher_.combine_opened(handle_, {slot_rows_.data(), out, true});
   } else {
     handle_ = dispatcher_.dispatch(opt_.dispatch, x, routing_);
     forward_timing_.dispatch_s = clock.lap();
@@ -62,8 +64,8 @@ void MoeLayer::forward(const float* x, int64_t tokens, float* out) {
     experts_forward(group_, rows.data(), y.data(), expert_caches_);
     forward_timing_.experts_s = clock.lap();
     dispatcher_.combine(opt_.combine, handle_, y.data(), {slot_rows_.data(), out, true});
+    forward_timing_.combine_s = clock.lap();
   }
-  forward_timing_.combine_s = clock.lap();
   if (cfg_.shape().shared_expert) {
     std::vector<float> ys(size_t(tokens * H));
     swiglu_forward(w_.shared, H, cfg_.I(), tokens, x, ys.data(), shared_cache_);
@@ -81,9 +83,10 @@ void MoeLayer::backward(const float* dout, float* dx, MoeWeights& grads) {
   PhaseClock clock;
   backward_timing_ = {};
   if (opt_.fused) {
-    fused_experts_backward(dispatcher_, w_, handle_, dout, expert_caches_, opt_.pipeline, grads, &pipeline_stats_);
-    backward_timing_.pipeline_s = clock.lap();
-    dispatcher_.combine_opened(handle_, {nullptr, dx, false});
+    fused_moe_backward(dispatcher_, w_, handle_, dout, expert_caches_, opt_.pipeline, grads, dx, &pipeline_stats_);
+    const double s = clock.lap();
+    backward_timing_.pipeline_s = s - pipeline_stats_.combine_tail_s;
+    backward_timing_.combine_s = pipeline_stats_.combine_tail_s;
   } else {
     std::vector<float> dy(size_t(handle_.n_rows() * H)), dxr(dy.size());
     dispatcher_.dispatch_cached(opt_.dispatch, handle_, dout, dy.data());
@@ -93,8 +96,8 @@ void MoeLayer::backward(const float* dout, float* dx, MoeWeights& grads) {
     experts_backward(group_, expert_caches_, dy.data(), dxr.data(), grads);
     backward_timing_.experts_s = clock.lap();
     dispatcher_.combine(opt_.combine, handle_, dxr.data(), {nullptr, dx, false});
+    backward_timing_.combine_s = clock.lap();
   }
-  backward_timing_.combine_s = clock.lap();
 
   // Gate gradients from the rows kept at home, then the router and the shared expert.
   std::vector<float> dgate(size_t(T * K));

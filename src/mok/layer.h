@@ -31,8 +31,8 @@ struct LayerOptions {
 };
 
 // Where one forward or backward spent its time on this rank (waits for peers included):
-// unfused, dispatch then experts then combine; fused, the pipeline (dispatch and experts
-// overlapped) then combine.
+// unfused, dispatch then experts then combine; fused, the pipeline (dispatch, experts and
+// the combine overlapped, until this rank's experts finish) then the combine's tail.
 struct PhaseTiming {
   double dispatch_s = 0, experts_s = 0, pipeline_s = 0, combine_s = 0;
 };

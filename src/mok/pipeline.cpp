@@ -113,10 +113,12 @@ namespace {
 using TileWork = std::function<void(int worker, const PipelineTile& tile, const std::byte* rows)>;
 
 // The communication workers fetch `h`'s rows minibatch by minibatch into the ring; the
-// compute workers run `work` on their tiles of each landed minibatch. Returns when every
-// tile is done; rethrows the first worker's error.
+// compute workers run `work` on their tiles of each landed minibatch and publish the
+// outputs of each finished one (Dispatcher::publish_output_rows); meanwhile the calling
+// thread runs the streamed combine into `out`. Returns when every tile is done and this
+// rank's tokens are summed; rethrows the first error.
 void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, const PipelineOptions& opt,
-              const TileWork& work, PipelineStats* stats) {
+              const TileWork& work, const Dispatcher::CombineOut& out, PipelineStats* stats) {
   const int C = opt.comm_workers, P = opt.compute_workers, S = opt.ring_slots;
   const size_t rb = d.config().row_bytes();
   Ring ring(S, size_t(plan.max_minibatch_rows) * rb);
@@ -129,6 +131,7 @@ void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, 
     return std::pair<int64_t, int64_t>(a.row, b.row + b.n);
   };
   std::vector<double> busy(size_t(C + P), 0.0), starved(size_t(P), 0.0);
+  std::vector<Clock::time_point> finished(static_cast<size_t>(P));  // each compute worker's last tile
 
   auto communicate = [&](int c) {
     try {
@@ -162,8 +165,10 @@ void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, 
         if (ring.arrivals[s].fetch_add(1, std::memory_order_acq_rel) == P - 1) {
           ring.arrivals[s].store(0, std::memory_order_relaxed);
           ring.raise(ring.consumed[s], j / S + 1);
+          d.publish_output_rows(rows_of(j).second);
         }
       }
+      finished[size_t(p)] = Clock::now();
     } catch (...) {
       failure.set(std::current_exception());
     }
@@ -173,10 +178,18 @@ void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, 
     workers.reserve(size_t(C + P));
     for (int c = 0; c < C; ++c) workers.emplace_back(communicate, c);
     for (int p = 0; p < P; ++p) workers.emplace_back(compute, p);
-    for (auto& t : workers) t.join();
+    try {
+      d.combine_streamed(h, out, failure.failed);  // false: a worker failed, rethrown below
+    } catch (...) {
+      failure.set(std::current_exception());
+    }
+    for (auto& w : workers) w.join();
   }
   if (failure.error) std::rethrow_exception(failure.error);
+  d.close_outputs(h.n_rows());
   if (stats) {
+    const auto now = Clock::now(), experts_done = *std::max_element(finished.begin(), finished.end());
+    stats->combine_tail_s = std::max(0.0, std::chrono::duration<double>(now - experts_done).count());
     stats->rows = h.n_rows();
     stats->plan = plan;
     stats->threads = C + P;
@@ -194,9 +207,9 @@ std::vector<int64_t> expert_offsets(const DispatchHandle& h, int EL, int R) {
 
 }  // namespace
 
-DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const float* x, const Routing& routing,
-                                      const PipelineOptions& opt, std::vector<FfnCache>& caches,
-                                      PipelineStats* stats) {
+DispatchHandle fused_moe_forward(Dispatcher& d, const MoeWeights& w, const float* x, const Routing& routing,
+                                 const PipelineOptions& opt, std::vector<FfnCache>& caches,
+                                 const Dispatcher::CombineOut& out, PipelineStats* stats) {
   const MoeConfig& cfg = d.config();
   const int64_t H = cfg.H(), I = cfg.I();
   const int EL = cfg.experts_per_rank();
@@ -224,15 +237,15 @@ DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const 
     swiglu_forward_rows(w.experts[size_t(me * EL + tile.expert)], H, I, tile.n, xr, y[size_t(p)].data(),
                         c.a.data() + local * I, c.b.data() + local * I, c.h.data() + local * I);
     encode_rows(cfg, y[size_t(p)].data(), published + size_t(tile.row) * rb, tile.n);
-  }, stats);
+  }, out, stats);
   d.end_pull_dispatch();
   if (stats) stats->wall_s = seconds_since(t0);
   return h;
 }
 
-void fused_experts_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle& h, const float* dout,
-                            const std::vector<FfnCache>& caches, const PipelineOptions& opt, MoeWeights& grads,
-                            PipelineStats* stats) {
+void fused_moe_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle& h, const float* dout,
+                        const std::vector<FfnCache>& caches, const PipelineOptions& opt, MoeWeights& grads, float* dx,
+                        PipelineStats* stats) {
   const MoeConfig& cfg = d.config();
   const int64_t H = cfg.H(), I = cfg.I();
   const int EL = cfg.experts_per_rank();
@@ -252,7 +265,7 @@ void fused_experts_backward(Dispatcher& d, const MoeWeights& w, const DispatchHa
   for (int e = 0; e < EL; ++e) left[size_t(e)] = 0;
   for (const PipelineTile& t : plan.tiles) ++left[size_t(t.expert)];
   std::byte* published = d.open_outputs();
-  std::vector<std::vector<float>> dx(size_t(opt.compute_workers), std::vector<float>(size_t(opt.tile_rows * H)));
+  std::vector<std::vector<float>> dx_tile(size_t(opt.compute_workers), std::vector<float>(size_t(opt.tile_rows * H)));
 
   run_ring(d, h, plan, opt, [&](int p, const PipelineTile& tile, const std::byte* rows) {
     const int e = tile.expert;
@@ -264,14 +277,14 @@ void fused_experts_backward(Dispatcher& d, const MoeWeights& w, const DispatchHa
       for (int64_t j = 0; j < H; ++j) g[i * H + j] *= h.row_gate[size_t(tile.row + i)];
     const ExpertWeights& we = w.experts[size_t(me * EL + e)];
     swiglu_backward_rows(we, H, I, tile.n, c.a.data() + local * I, c.b.data() + local * I, g,
-                         da.data() + tile.row * I, db.data() + tile.row * I, dx[size_t(p)].data());
-    encode_rows(cfg, dx[size_t(p)].data(), published + size_t(tile.row) * rb, tile.n);
+                         da.data() + tile.row * I, db.data() + tile.row * I, dx_tile[size_t(p)].data());
+    encode_rows(cfg, dx_tile[size_t(p)].data(), published + size_t(tile.row) * rb, tile.n);
     if (left[size_t(e)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
       const int64_t b = offsets[size_t(e)], ne = offsets[size_t(e + 1)] - b;
       swiglu_weight_grads(H, I, ne, c.x.data(), c.h.data(), dy.data() + b * H, da.data() + b * I,
                           db.data() + b * I, grads.experts[size_t(me * EL + e)]);
     }
-  }, stats);
+  }, {nullptr, dx, false}, stats);
   d.end_pull_dispatch();
   if (stats) stats->wall_s = seconds_since(t0);
 }

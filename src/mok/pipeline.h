@@ -1,10 +1,13 @@
-// mok/pipeline.h — the fused forward of one rank's expert-parallel layer: pull dispatch,
-// grouped expert GEMMs and the publication of outputs for the pull combine, overlapped.
+// mok/pipeline.h — the fused exchange of one rank's expert-parallel layer: pull dispatch,
+// grouped expert GEMMs and the pull combine, overlapped, forward and backward.
 //
 // C communication workers pull the rows this rank receives from their sources into a ring
 // of minibatch slots; P compute workers run SwiGLU on tiles of a minibatch as soon as it
 // has landed and write the outputs, in payload format, straight into the published-output
-// buffer that the pull combine reads in place (no gather, no copy before the combine).
+// buffer that the pull combine reads in place (no gather, no copy before the combine). Each
+// finished minibatch raises this rank's count of published rows, and the calling thread
+// meanwhile sums its own tokens' slots as soon as their owners' counts pass them, so the
+// combine runs behind the down-projections instead of after the last one.
 //
 // Credits order the ring: slot s holds minibatches s, s + S, s + 2S, ...; a communication
 // worker fills minibatch j only after the compute workers have consumed minibatch j − S
@@ -19,9 +22,10 @@
 // sweeps the U-curve).
 //
 // Workers are threads and may outnumber the cores: every wait spins briefly, then sleeps on
-// the ring's condition variable (woken by every counter update) and gives up after the
-// transport's timeout. The unfused layer runs its
-// expert products in the same tiles (ExpertGroup::tile_rows), so the two agree bit for bit.
+// the ring's condition variable (woken by every counter update) or polls the owners' counts
+// with growing sleeps, and gives up after the transport's timeout. The unfused layer runs
+// its expert products in the same tiles (ExpertGroup::tile_rows) and every combine sums a
+// token's slots in the same order, so fused and unfused agree bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -67,29 +71,31 @@ PipelinePlan plan_pipeline(const std::vector<int64_t>& offsets, const PipelineOp
 struct PipelineStats {
   int64_t rows = 0;
   PipelinePlan plan;
-  int threads = 0;        // C + P (the caller's thread only waits)
-  double wall_s = 0;      // dispatch start to outputs published
+  int threads = 0;        // C + P workers; the caller's thread runs the streamed combine
+  double wall_s = 0;      // dispatch start to this rank's tokens combined
+  double combine_tail_s = 0;  // the part of wall_s after this rank's experts finished
   double fetch_s = 0;     // communication workers' busy time, summed
   double compute_s = 0;   // compute workers' busy time, summed
   double starved_s = 0;   // compute workers waiting for rows, summed
 };
 
-// Collective, like Dispatcher::dispatch: the pull dispatch of x by `routing`, this rank's
-// experts over every received row (activations kept in caches[e] for the backward, as
-// experts_forward keeps them) and their outputs left in `d`'s published-output buffer.
-// The caller then calls d.combine_opened(handle, ...). Throws squeeze::Error on a bad
-// option or when a peer does not arrive (named, after the transport's timeout).
-DispatchHandle fused_dispatch_experts(Dispatcher& d, const MoeWeights& w, const float* x, const Routing& routing,
-                                      const PipelineOptions& opt, std::vector<FfnCache>& caches,
-                                      PipelineStats* stats = nullptr);
+// Collective, the whole forward exchange of the layer: the pull dispatch of x by `routing`,
+// this rank's experts over every received row (activations kept in caches[e] for the
+// backward, as experts_forward keeps them), each finished minibatch's outputs published,
+// and this rank's tokens combined into `out` (Dispatcher::combine_streamed) while the
+// experts run. Throws squeeze::Error on a bad option or when a peer does not arrive
+// (named, after the transport's timeout).
+DispatchHandle fused_moe_forward(Dispatcher& d, const MoeWeights& w, const float* x, const Routing& routing,
+                                 const PipelineOptions& opt, std::vector<FfnCache>& caches,
+                                 const Dispatcher::CombineOut& out, PipelineStats* stats = nullptr);
 
 // Collective, the backward of the same pipeline: the cached pull dispatch of the output
 // gradient dout [h.tokens, H], each row scaled by its gate, through this rank's experts'
-// backward (input-gradient rows into the published-output buffer, weight gradients
-// accumulated into grads per expert as soon as its last tile is done). The caller then
-// calls d.combine_opened(h, {nullptr, dx, false}).
-void fused_experts_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle& h, const float* dout,
-                            const std::vector<FfnCache>& caches, const PipelineOptions& opt, MoeWeights& grads,
-                            PipelineStats* stats = nullptr);
+// backward (input-gradient rows published minibatch by minibatch, weight gradients
+// accumulated into grads per expert as soon as its last tile is done), and the unweighted
+// combine of input gradients into dx [h.tokens, H], streamed likewise.
+void fused_moe_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle& h, const float* dout,
+                        const std::vector<FfnCache>& caches, const PipelineOptions& opt, MoeWeights& grads, float* dx,
+                        PipelineStats* stats = nullptr);
 
 }  // namespace squeeze::mok
