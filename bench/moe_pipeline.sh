@@ -7,7 +7,8 @@
 #   2. a communication-heavy configuration: small I and the InfiniBand-class link model,
 #      with its minibatch sweep;
 #   3. the Kimi-like shape with MXFP8 payloads;
-#   4. the Kimi-like shape over MPI shared memory (when mpirun is found).
+#   4. over MPI shared memory (when mpirun is found), with the MPI_Alltoallv layer beside:
+#      the Kimi-like shape, and the communication-heavy shape on the real transport.
 # R = 2 (one rank per core on the 2-core machine); every figure is a ratio within one run.
 # usage: bench/moe_pipeline.sh [ITERS]   (output: stdout, markdown tables)
 set -euo pipefail
@@ -29,6 +30,10 @@ if command -v mpirun > /dev/null; then
   echo
   echo "## Kimi-like shape, MPI shared-memory windows"
   mpirun --allow-run-as-root -np 2 "$SQ" moe pipeline --transport mpi-shm "${KIMI[@]}" --iters "$ITERS"
+  echo
+  echo "## Communication-heavy: I = 64, MPI shared-memory windows"
+  mpirun --allow-run-as-root -np 2 "$SQ" moe pipeline --transport mpi-shm --tokens 128 --hidden 7168 --inter 64 \
+    --experts 16 --topk 8 --iters "$ITERS"
 else
   echo "moe_pipeline: mpirun not found, the MPI run is skipped" >&2
 fi

@@ -96,6 +96,20 @@ TEST(LinkModel, LayerStaysExactOverTheModel) {
                            mok::testing::RouteMode::Balanced, -1, 3);
       EXPECT_GT(t.stats().ops(), 0u);
     }));
+  // The fused pipeline over the model: its combine gets each run of published rows (no
+  // in-place reads across a link) and still equals the unfused layer bit for bit.
+  EXPECT_NO_THROW(run_inproc_ranks_or_throw(2, [&](Transport& inner) {
+    LinkModelTransport t(inner, link_preset("ib"));
+    PipelineOptions small_minibatches;
+    small_minibatches.tile_rows = 2;
+    small_minibatches.waves = 1;
+    LayerOptions same_tiles;  // the unfused layer's products in the same tiles (ExpertGroup::tile_rows)
+    same_tiles.pipeline = small_minibatches;
+    const auto unfused = mok::testing::check_layer(t, cfg, same_tiles, mok::testing::RouteMode::Skewed, -1, 3);
+    const auto fused = mok::testing::check_layer(t, cfg, LayerOptions::fused_pull(small_minibatches),
+                                                 mok::testing::RouteMode::Skewed, -1, 3);
+    EXPECT_EQ(fused, unfused);
+  }));
 }
 
 TEST(LinkModel, BadParametersAreOneLineErrors) {
