@@ -111,6 +111,9 @@ namespace {
 
 // A compute worker's work on one tile whose rows (payload format) are at `rows`.
 using TileWork = std::function<void(int worker, const PipelineTile& tile, const std::byte* rows)>;
+// Work a compute worker does after each minibatch it took part in, once its share of that
+// minibatch's outputs counts as published (work that must not delay the combine).
+using AfterMinibatch = std::function<void(int worker)>;
 
 // The communication workers fetch `h`'s rows minibatch by minibatch into the ring; the
 // compute workers run `work` on their tiles of each landed minibatch and publish the
@@ -118,7 +121,8 @@ using TileWork = std::function<void(int worker, const PipelineTile& tile, const 
 // thread runs the streamed combine into `out`. Returns when every tile is done and this
 // rank's tokens are summed; rethrows the first error.
 void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, const PipelineOptions& opt,
-              const TileWork& work, const Dispatcher::CombineOut& out, PipelineStats* stats) {
+              const TileWork& work, const AfterMinibatch& after, const Dispatcher::CombineOut& out,
+              PipelineStats* stats) {
   const int C = opt.comm_workers, P = opt.compute_workers, S = opt.ring_slots;
   const size_t rb = d.config().row_bytes();
   Ring ring(S, size_t(plan.max_minibatch_rows) * rb);
@@ -166,6 +170,11 @@ void run_ring(Dispatcher& d, const DispatchHandle& h, const PipelinePlan& plan, 
           ring.arrivals[s].store(0, std::memory_order_relaxed);
           ring.raise(ring.consumed[s], j / S + 1);
           d.publish_output_rows(rows_of(j).second);
+        }
+        if (after) {
+          const auto t_after = Clock::now();
+          after(p);
+          busy[size_t(C + p)] += seconds_since(t_after);
         }
       }
       finished[size_t(p)] = Clock::now();
@@ -237,7 +246,7 @@ DispatchHandle fused_moe_forward(Dispatcher& d, const MoeWeights& w, const float
     swiglu_forward_rows(w.experts[size_t(me * EL + tile.expert)], H, I, tile.n, xr, y[size_t(p)].data(),
                         c.a.data() + local * I, c.b.data() + local * I, c.h.data() + local * I);
     encode_rows(cfg, y[size_t(p)].data(), published + size_t(tile.row) * rb, tile.n);
-  }, out, stats);
+  }, nullptr, out, stats);
   d.end_pull_dispatch();
   if (stats) stats->wall_s = seconds_since(t0);
   return h;
@@ -260,11 +269,13 @@ void fused_moe_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle
   const int64_t n = h.n_rows();
   std::vector<float> dy(size_t(n * H)), da(size_t(n * I)), db(size_t(n * I));
   // Tiles still to run per expert: the worker finishing an expert's last tile computes its
-  // weight gradients over all its rows, while other rows are still in flight.
+  // weight gradients over all its rows (after its minibatch), while other rows are still
+  // in flight.
   std::unique_ptr<std::atomic<int64_t>[]> left(new std::atomic<int64_t>[size_t(EL)]);
   for (int e = 0; e < EL; ++e) left[size_t(e)] = 0;
   for (const PipelineTile& t : plan.tiles) ++left[size_t(t.expert)];
   std::byte* published = d.open_outputs();
+  std::vector<std::vector<int>> finished(size_t(opt.compute_workers));  // per worker: experts done, grads pending
   std::vector<std::vector<float>> dx_tile(size_t(opt.compute_workers), std::vector<float>(size_t(opt.tile_rows * H)));
 
   run_ring(d, h, plan, opt, [&](int p, const PipelineTile& tile, const std::byte* rows) {
@@ -279,11 +290,17 @@ void fused_moe_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle
     swiglu_backward_rows(we, H, I, tile.n, c.a.data() + local * I, c.b.data() + local * I, g,
                          da.data() + tile.row * I, db.data() + tile.row * I, dx_tile[size_t(p)].data());
     encode_rows(cfg, dx_tile[size_t(p)].data(), published + size_t(tile.row) * rb, tile.n);
-    if (left[size_t(e)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (left[size_t(e)].fetch_sub(1, std::memory_order_acq_rel) == 1) finished[size_t(p)].push_back(e);
+  }, [&](int p) {
+    // The weight gradients of the experts whose last tile this worker ran, after the
+    // minibatch's input-gradient rows are out: the combine reads them meanwhile.
+    for (int e : finished[size_t(p)]) {
+      const FfnCache& c = caches[size_t(e)];
       const int64_t b = offsets[size_t(e)], ne = offsets[size_t(e + 1)] - b;
       swiglu_weight_grads(H, I, ne, c.x.data(), c.h.data(), dy.data() + b * H, da.data() + b * I,
                           db.data() + b * I, grads.experts[size_t(me * EL + e)]);
     }
+    finished[size_t(p)].clear();
   }, {nullptr, dx, false}, stats);
   d.end_pull_dispatch();
   if (stats) stats->wall_s = seconds_since(t0);

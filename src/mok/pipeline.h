@@ -92,7 +92,8 @@ DispatchHandle fused_moe_forward(Dispatcher& d, const MoeWeights& w, const float
 // Collective, the backward of the same pipeline: the cached pull dispatch of the output
 // gradient dout [h.tokens, H], each row scaled by its gate, through this rank's experts'
 // backward (input-gradient rows published minibatch by minibatch, weight gradients
-// accumulated into grads per expert as soon as its last tile is done), and the unweighted
+// accumulated into grads per expert once the minibatch holding its last tile is
+// published), and the unweighted
 // combine of input gradients into dx [h.tokens, H], streamed likewise.
 void fused_moe_backward(Dispatcher& d, const MoeWeights& w, const DispatchHandle& h, const float* dout,
                         const std::vector<FfnCache>& caches, const PipelineOptions& opt, MoeWeights& grads, float* dx,
