@@ -148,14 +148,20 @@ PipelineBenchResult bench_pipeline(Transport& t, const MoeWeights& w, const Pipe
   r.overlap_bwd = opt.backward ? 1 - median(fused.exposed_bwd) : 0;
   r.memcpy_gbs = memcpy_gbs(t, size_t(r.dispatch_bytes));
 
+  // Every minibatch size in every iteration, in turn, so that drift on a shared machine
+  // hits all sizes alike instead of the ones timed last.
+  std::vector<std::unique_ptr<MoeLayer>> swept;
   for (int waves : opt.sweep_waves) {
     PipelineOptions p = opt.pipeline;
     p.waves = waves;
-    MoeLayer piped(cfg, t, w, LayerOptions::fused_pull(p));
-    Samples s;
-    for (int it = 0; it < opt.warmup + opt.iters; ++it) time_layer(t, piped, x, dout, grads, false, it >= opt.warmup, s);
-    r.sweep.emplace_back(waves, median(s.fwd[0]));
+    swept.push_back(std::make_unique<MoeLayer>(cfg, t, w, LayerOptions::fused_pull(p)));
   }
+  std::vector<Samples> sweep_samples(swept.size());
+  for (int it = 0; it < opt.warmup + opt.iters; ++it)
+    for (size_t i = 0; i < swept.size(); ++i)
+      time_layer(t, *swept[i], x, dout, grads, false, it >= opt.warmup, sweep_samples[i]);
+  for (size_t i = 0; i < swept.size(); ++i)
+    r.sweep.emplace_back(opt.sweep_waves[i], median(sweep_samples[i].fwd[0]));
   return r;
 }
 
