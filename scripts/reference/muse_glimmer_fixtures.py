@@ -23,6 +23,7 @@ from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, Llam
                           MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast)
 
 import dflash_fixture
+import vision_fixture
 import muse_glimmer_numpy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -241,6 +242,8 @@ def main():
         print(r)
     if not only or "dflash" in only:
         print(dflash_fixture.make_dflash_case())
+    if not only or "vision" in only:
+        print(vision_fixture.make_vision_case())
     versions = {"torch": torch.__version__, "transformers": transformers.__version__}
     if len(rows) == len(CASES):  # a partial run leaves the table of all cases as it was
         (OUT / "cases.json").write_text(json.dumps({"versions": versions, "cases": rows}, indent=1) + "\n")

@@ -1,0 +1,87 @@
+"""tests/python/test_image_cli.py — `squeeze image`: the reference's token count for a
+picture, the dumped patches in the documented layout, and bad input (not an image, a
+truncated or corrupt file, a declared size past the limit, a missing file, the image as
+its own dump target) as a one-line error with a non-zero exit that leaves the image as it
+was. The patches' values against the reference are tests/vision/test_preprocess.cpp."""
+import os
+import struct
+import subprocess
+import zlib
+
+import numpy as np
+
+SQ = os.environ.get("SQUEEZE_BIN", "build/release/tools/squeeze")
+FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "vision")
+
+
+def run(*args):
+    return subprocess.run([SQ, "image", *map(str, args)], capture_output=True, text=True, errors="replace",
+                          timeout=120)
+
+
+def assert_one_line_error(r, needle):
+    assert r.returncode != 0, r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert needle in lines[0], r.stderr
+
+
+def png(width, height, rgb_rows):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    raw = b"".join(b"\0" + row for row in rgb_rows)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_sizes_tokens_and_patch_layout(tmp_path):
+    # 56 x 28: exactly 2 x 1 cells, so no resampling: the patches are the pixels
+    rng = np.random.default_rng(3)
+    pixels = rng.integers(0, 256, (28, 56, 3), dtype=np.uint8)
+    f = tmp_path / "screen.png"
+    f.write_bytes(png(56, 28, [pixels[y].tobytes() for y in range(28)]))
+    out = tmp_path / "patches.npy"
+    r = run(f, "--dump-patches", out)
+    assert r.returncode == 0, r.stderr
+    assert "56 x 28 -> 56 x 28 pixels (lanczos), 4 x 2 patches of 14, 2 image tokens" in r.stdout
+    p = np.load(out)
+    assert p.shape == (8, 3 * 14 * 14)
+    back = p.reshape(2, 4, 3, 14, 14).transpose(0, 3, 1, 4, 2).reshape(28, 56, 3) * 127.5 + 127.5
+    assert np.abs(back - pixels).max() < 1e-3
+
+
+def test_the_cap_shrinks_a_screenshot_sized_image(tmp_path):
+    f = tmp_path / "wide.png"
+    row = bytes(1920 * 3)
+    f.write_bytes(png(1920, 1080, [row] * 1080))
+    r = run(f, "--max-image-tokens", 1024)
+    assert r.returncode == 0, r.stderr
+    # the reference's smart_resize: 1920 x 1080 under 1024 cells of 28 px is 42 x 24 cells
+    assert "1920 x 1080 -> 1176 x 672 pixels" in r.stdout and "1008 image tokens" in r.stdout, r.stdout
+
+
+def test_bad_images_are_one_line_errors(tmp_path):
+    good = open(os.path.join(FIX, "rgb_noise.png"), "rb").read()
+    cases = {
+        "notes.png": (b"just some text, not an image\n", "not a PNG or JPEG image"),
+        "cut.png": (good[: len(good) // 2], "corrupt PNG"),
+        "cut.jpg": (open(os.path.join(FIX, "smooth.jpg"), "rb").read()[:400], "corrupt JPEG"),
+        "bomb.png": (png(100000, 100000, [])[:33], "exceeds the limit"),
+        "empty.png": (b"", "not a PNG or JPEG image"),
+    }
+    for name, (data, needle) in cases.items():
+        f = tmp_path / name
+        f.write_bytes(data)
+        assert_one_line_error(run(f), needle)
+    assert_one_line_error(run(tmp_path / "missing.png"), "cannot open the image")
+    assert_one_line_error(run(tmp_path / "cut.png", "--resample", "nearest"), "unknown resampling filter")
+    assert_one_line_error(run(tmp_path / "cut.png", "--max-image-tokens", 0), "--max-image-tokens")
+
+
+def test_the_image_is_never_its_own_dump(tmp_path):
+    f = tmp_path / "img.png"
+    data = open(os.path.join(FIX, "rgb_noise.png"), "rb").read()
+    f.write_bytes(data)
+    r = run(f, "--dump-patches", f)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f.read_bytes() == data
