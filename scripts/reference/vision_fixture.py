@@ -95,7 +95,131 @@ def make_vision_case():
                          "numpy": np.__version__},
             "cases": cases, "smart_resize": grid}
     (OUT / "cases.json").write_text(json.dumps(meta, indent=1) + "\n")
-    return f"vision: {len(cases)} preprocessing cases, {len(grid)} smart_resize cases"
+    return f"vision: {len(cases)} preprocessing cases, {len(grid)} smart_resize cases; " + make_encoder_case()
+
+
+
+
+# ---- the encoder: a tiny random tower + adapter + projection, and its projector GGUF ----
+
+def interleave_rows(w, heads):
+    """Rows of q / k (and their biases) per head from the reference's half-split rotary
+    layout (pairs i, i + d/2) to adjacent pairs (2i, 2i + 1): llama.cpp's interleaved
+    layout for the projector file."""
+    d = w.shape[0] // heads
+    w = w.reshape(heads, 2, d // 2, *w.shape[1:])
+    return np.ascontiguousarray(np.swapaxes(w, 1, 2)).reshape(heads * d, *w.shape[3:])
+
+
+def write_projector_gguf(path, vcfg, text_hidden, text_eps, model):
+    import gguf
+    tower, adapter, proj = model.vision_tower, model.vision_adapter, model.vision_projection
+    w = gguf.GGUFWriter(str(path), "clip")
+    w.add_string("clip.projector_type", "muse-glimmer")
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_uint32("clip.vision.image_size", vcfg.pos_emb_height * vcfg.patch_size * vcfg.merge_size)
+    w.add_uint32("clip.vision.patch_size", vcfg.patch_size)
+    w.add_uint32("clip.vision.embedding_length", vcfg.hidden_size)
+    w.add_uint32("clip.vision.feed_forward_length", vcfg.intermediate_size)
+    w.add_uint32("clip.vision.block_count", vcfg.num_hidden_layers)
+    w.add_uint32("clip.vision.projection_dim", text_hidden)
+    w.add_uint32("clip.vision.attention.head_count", vcfg.num_attention_heads)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", vcfg.layer_norm_eps)
+    w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
+    w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    w.add_uint32("clip.vision.spatial_merge_size", vcfg.merge_size)
+    w.add_uint32("clip.vision.window_size", vcfg.pos_emb_height * vcfg.patch_size)
+    w.add_array("clip.vision.fullatt_block_indexes",
+                [i for i, t in enumerate(vcfg.layer_types) if t == "full_attention"])
+    w.add_float32("clip.vision.rope.freq_base", float(vcfg.rope_parameters["rope_theta"]))
+    w.add_float32("clip.vision.projector.rms_norm_epsilon", float(text_eps))
+    t = lambda x: x.detach().float().numpy()
+    # the two temporal slabs of the patch embedding summed: one conv [D, 3, p, p] for stills
+    pe = t(tower.patch_embedder.patch_embedding.weight)
+    half = pe.shape[1] // 2
+    p = vcfg.patch_size
+    w.add_tensor("v.patch_embd.weight", (pe[:, :half] + pe[:, half:]).reshape(-1, 3, p, p))
+    w.add_tensor("v.position_embd.weight", t(tower.patch_embedder.position_embedding_table.weight))
+    w.add_tensor("v.pre_ln.weight", t(tower.ln_pre.weight))
+    w.add_tensor("v.pre_ln.bias", t(tower.ln_pre.bias))
+    heads = vcfg.num_attention_heads
+    for i, layer in enumerate(tower.layers):
+        b = f"v.blk.{i}"
+        a = layer.attn
+        w.add_tensor(f"{b}.ln1.weight", t(layer.norm1.weight))
+        w.add_tensor(f"{b}.ln1.bias", t(layer.norm1.bias))
+        w.add_tensor(f"{b}.attn_q.weight", interleave_rows(t(a.q_proj.weight), heads))
+        w.add_tensor(f"{b}.attn_q.bias", interleave_rows(t(a.q_proj.bias), heads))
+        w.add_tensor(f"{b}.attn_k.weight", interleave_rows(t(a.k_proj.weight), heads))
+        w.add_tensor(f"{b}.attn_k.bias", interleave_rows(t(a.k_proj.bias), heads))
+        w.add_tensor(f"{b}.attn_v.weight", t(a.v_proj.weight))
+        w.add_tensor(f"{b}.attn_v.bias", t(a.v_proj.bias))
+        w.add_tensor(f"{b}.attn_out.weight", t(a.proj.weight))
+        w.add_tensor(f"{b}.attn_out.bias", t(a.proj.bias))
+        w.add_tensor(f"{b}.ln2.weight", t(layer.norm2.weight))
+        w.add_tensor(f"{b}.ln2.bias", t(layer.norm2.bias))
+        w.add_tensor(f"{b}.ffn_up.weight", t(layer.mlp.fc1.weight))
+        w.add_tensor(f"{b}.ffn_up.bias", t(layer.mlp.fc1.bias))
+        w.add_tensor(f"{b}.ffn_down.weight", t(layer.mlp.fc2.weight))
+        w.add_tensor(f"{b}.ffn_down.bias", t(layer.mlp.fc2.bias))
+    w.add_tensor("v.post_ln.weight", t(tower.ln_post.weight))
+    w.add_tensor("v.post_ln.bias", t(tower.ln_post.bias))
+    w.add_tensor("mm.0.weight", t(adapter.fc1.weight))
+    w.add_tensor("mm.1.weight", t(adapter.fc2.weight))
+    w.add_tensor("mm.2.weight", t(proj.weight))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def make_encoder_case():
+    import torch
+    from transformers.models.muse_glimmer.configuration_muse_glimmer import MuseGlimmerConfig
+    from transformers.models.muse_glimmer.modeling_muse_glimmer import MuseGlimmerModel
+    d = OUT / "encoder"
+    d.mkdir(parents=True, exist_ok=True)
+    # 5 blocks: windowed 0-2, full 3 (every 4th) and 4 (the last); a 4 x 4 position grid so
+    # that windows are 4 x 4 patches and a 6 x 10 grid has 6 of them, cut at its edges; head
+    # 16 (4 rotary frequencies per axis); a non-square grid, where the reference's position
+    # lookup is not a plain transpose.
+    vision = dict(num_hidden_layers=5, hidden_size=32, intermediate_size=48, num_attention_heads=2, patch_size=14,
+                  pos_emb_height=4, pos_emb_width=4, max_position_embeddings=16)
+    text = dict(vocab_size=64, hidden_size=40, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                num_key_value_heads=1, head_dim=20, sliding_window=8, max_position_embeddings=64,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    config = MuseGlimmerConfig(text_config=text, vision_config=vision, out_hidden_size=128, projector_hidden_size=48,
+                               image_token_id=5, video_token_id=6)
+    torch.manual_seed(0)
+    model = MuseGlimmerModel(config).eval()
+    gen = torch.Generator().manual_seed(77)
+    with torch.no_grad():
+        for name, prm in model.named_parameters():
+            if name.startswith("language_model"):
+                continue
+            if name.endswith("weight") and prm.dim() == 1:  # norms near 1
+                prm.copy_(1.0 + 0.1 * torch.randn(prm.shape, generator=gen))
+            else:
+                prm.copy_(torch.randn(prm.shape, generator=gen) * (0.5 / max(1, prm.shape[-1]) ** 0.5))
+    gh, gw = 6, 10
+    pixels = torch.randn(gh * gw, 3 * 14 * 14, generator=gen)
+    pixel_values = torch.cat([pixels, pixels], dim=1)  # a still image: two equal temporal slabs
+    grid = torch.tensor([[1, gh, gw]])
+    with torch.no_grad():
+        out = model.get_image_features(pixel_values=pixel_values, image_grid_thw=grid)
+    tower = out.last_hidden_state.float().numpy()
+    features = torch.cat(list(out.pooler_output)).float().numpy()
+    pixels.numpy().astype("<f4").tofile(d / "pixels.f32")
+    tower.astype("<f4").tofile(d / "tower.f32")
+    features.astype("<f4").tofile(d / "features.f32")
+    write_projector_gguf(d / "mmproj.gguf", config.vision_config, config.text_config.hidden_size,
+                         config.text_config.rms_norm_eps, model)
+    meta = {"grid_h": gh, "grid_w": gw, "tower_shape": list(tower.shape), "features_shape": list(features.shape),
+            "vision": vision, "out_hidden_size": 128, "projector_hidden_size": 48, "text_hidden_size": 40,
+            "rope_theta": float(config.vision_config.rope_parameters["rope_theta"]),
+            "layer_types": config.vision_config.layer_types}
+    (d / "case.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return f"vision encoder: {gh} x {gw} patches -> tower {tower.shape}, features {features.shape}"
 
 
 if __name__ == "__main__":

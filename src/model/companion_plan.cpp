@@ -1,6 +1,10 @@
 // model/companion_plan.cpp — see companion_plan.h.
 #include "model/companion_plan.h"
 
+#include <algorithm>
+
+#include "core/error.h"
+
 namespace squeeze::model {
 
 VisionShape released_muse_glimmer_vision() {
@@ -31,6 +35,30 @@ int64_t drafter_params(const DrafterShape& d) {
                         + 2 * w;                   // input and post-attention norms
   return d.layers * block + w                        // final norm
          + d.target_layers * w * w + w;              // fc over the concatenated target states, and its norm
+}
+
+VisionImageCost vision_image_cost(const VisionShape& v, int64_t grid_h, int64_t grid_w) {
+  SQZ_CHECK(grid_h > 0 && grid_w > 0 && grid_h % v.merge == 0 && grid_w % v.merge == 0, "vision cost: a grid of ",
+            grid_h, " x ", grid_w, " patches (each side a positive multiple of the merge ", v.merge, ")");
+  VisionImageCost c;
+  const double n = double(grid_h * grid_w), w = double(v.width);
+  c.patches = grid_h * grid_w;
+  c.tokens = c.patches / (v.merge * v.merge);
+  for (int64_t i = 0; i < v.layers; ++i) ((i + 1) % 4 == 0 || i == v.layers - 1 ? c.full_layers : c.window_layers) += 1;
+  c.embed_flops = 2.0 * n * double(3 * v.patch * v.patch) * w;
+  c.matmul_flops = double(v.layers) * 2.0 * n * (4.0 * w * w + 2.0 * w * double(v.mlp));
+  // Σ over windows of (rows · cols)²: windows tile the grid from its top-left corner.
+  const auto sum_sq = [](int64_t len, int64_t win) {
+    double s = 0;
+    for (int64_t at = 0; at < len; at += win) s += double(std::min(win, len - at)) * double(std::min(win, len - at));
+    return s;
+  };
+  const double windowed = sum_sq(grid_h, v.pos_grid) * sum_sq(grid_w, v.pos_grid);
+  c.attention_flops = 4.0 * w * (double(c.full_layers) * n * n + double(c.window_layers) * windowed);
+  const double merged = double(v.merge * v.merge) * w, a = double(v.adapter_hidden);
+  c.adapter_flops = 2.0 * double(c.tokens) * (merged * a + a * a + a * double(v.text_width));
+  c.activation_bytes = 4 * c.patches * (6 * v.width + v.mlp);
+  return c;
 }
 
 }  // namespace squeeze::model

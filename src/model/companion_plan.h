@@ -33,4 +33,21 @@ DrafterShape released_muse_glimmer_drafter();
 int64_t vision_params(const VisionShape& v);
 int64_t drafter_params(const DrafterShape& d);
 
+// What the encoder computes for one still image of grid_h × grid_w patches (both multiples
+// of the merge), as the reference runs it: full attention over the image on every 4th
+// block and the last, attention inside windows of pos_grid × pos_grid patches elsewhere;
+// the patch embedding over one summed temporal slab (what an engine computes for a still).
+// FLOPs count a multiply-add as 2.
+struct VisionImageCost {
+  int64_t patches = 0, tokens = 0;  // tokens: after the merge
+  int64_t full_layers = 0, window_layers = 0;
+  double embed_flops = 0;      // patch embedding
+  double matmul_flops = 0;     // the blocks' q, k, v, proj, fc1, fc2
+  double attention_flops = 0;  // QKᵀ and AV
+  double adapter_flops = 0;    // adapter and projection into the text width
+  int64_t activation_bytes = 0;  // f32 per block: residual, norm, q, k, v, attention out, MLP hidden
+  double total_flops() const { return embed_flops + matmul_flops + attention_flops + adapter_flops; }
+};
+VisionImageCost vision_image_cost(const VisionShape& v, int64_t grid_h, int64_t grid_w);
+
 }  // namespace squeeze::model

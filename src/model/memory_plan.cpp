@@ -69,6 +69,9 @@ MemoryPlan plan_memory(const ModelConfig& c, const PlanParams& p) {
                   n / 1e9, (long long)p.vision->layers, (long long)p.vision->width, (long long)p.vision->mlp,
                   (long long)p.vision->adapter_hidden, (long long)p.vision->text_width);
     plan.companions.push_back({"vision projector file (mmproj)", n, 2 * n, note});
+    for (const int64_t cells : {32, 64})  // 1024 and 4096 image tokens
+      plan.vision_images.push_back(
+          vision_image_cost(*p.vision, cells * p.vision->merge, cells * p.vision->merge));
   }
   if (p.drafter) {
     const int64_t n = drafter_params(*p.drafter);
@@ -186,6 +189,22 @@ std::string format_plan(const MemoryPlan& m) {
     for (const Companion& comp : m.companions) row(out, comp.name, comp.bytes, comp.note);
     row(out, "total with them", m.total_with_companions);
     out += verdict(p.device_bytes, m.total_with_companions, " with them");
+  }
+  if (!m.vision_images.empty()) {
+    const VisionImageCost& f = m.vision_images.front();
+    std::snprintf(buf, sizeof buf,
+                  "\nvision encoder per image (%lld full-attention blocks, %lld windowed over %lld x %lld patches):\n",
+                  (long long)f.full_layers, (long long)f.window_layers, (long long)p.vision->pos_grid,
+                  (long long)p.vision->pos_grid);
+    out += buf;
+    for (const VisionImageCost& v : m.vision_images) {
+      std::snprintf(buf, sizeof buf,
+                    "  %5lld image tokens (%lld patches): %6.2f TFLOP = blocks %.2f + attention %.2f + embedding and "
+                    "adapter %.2f; f32 activations %.2f GB per block\n",
+                    (long long)v.tokens, (long long)v.patches, v.total_flops() / 1e12, v.matmul_flops / 1e12,
+                    v.attention_flops / 1e12, (v.embed_flops + v.adapter_flops) / 1e12, double(v.activation_bytes) / 1e9);
+      out += buf;
+    }
   }
   return out;
 }

@@ -84,6 +84,8 @@ struct MemoryPlan {
   int64_t total_bytes = 0;  // weights + hybrid KV + activations
   bool fits = false;        // total_bytes <= device_bytes
   std::vector<Companion> companions;
+  // The vision encoder's work per image, for square images of 1024 and 4096 tokens.
+  std::vector<VisionImageCost> vision_images;
   int64_t total_with_companions = 0;
   bool fits_with_companions = false;
 };

@@ -262,3 +262,30 @@ TEST(MemoryPlan, MuseGlimmerCompanions) {
   EXPECT_EQ(with.companions[0].bytes, 2 * 1921845760ll);
   EXPECT_EQ(with.total_with_companions, with.total_bytes + with.companions[0].bytes + with.companions[1].bytes);
 }
+
+TEST(MemoryPlan, VisionEncoderCostPerImage) {
+  const VisionShape v = released_muse_glimmer_vision();
+  // A 1920 x 1080 screenshot under the 4096 cap: 39 x 69 cells = 78 x 138 patches.
+  const VisionImageCost c = vision_image_cost(v, 78, 138);
+  EXPECT_EQ(c.patches, 10764);
+  EXPECT_EQ(c.tokens, 2691);
+  EXPECT_EQ(c.full_layers, 13);  // blocks 3, 7, ..., 47 and the last
+  EXPECT_EQ(c.window_layers, 37);
+  // per block 2·N·(4·1536² + 2·1536·8960), 50 blocks: 39.8 TFLOP
+  EXPECT_DOUBLE_EQ(c.matmul_flops, 50.0 * 2 * 10764 * (4.0 * 1536 * 1536 + 2.0 * 1536 * 8960));
+  // windows of 32 x 32 patches: rows 32 + 32 + 14, columns 4 x 32 + 10
+  const double windowed = (32.0 * 32 + 32.0 * 32 + 14.0 * 14) * (4 * 32.0 * 32 + 10.0 * 10);
+  EXPECT_DOUBLE_EQ(c.attention_flops, 4.0 * 1536 * (13.0 * 10764 * 10764 + 37 * windowed));
+  EXPECT_NEAR(c.attention_flops / 1e12, 11.4, 0.1);
+  EXPECT_DOUBLE_EQ(c.adapter_flops, 2.0 * 2691 * (6144.0 * 4096 + 4096.0 * 4096 + 4096.0 * 6656));
+  EXPECT_THROW(vision_image_cost(v, 77, 138), squeeze::Error);  // not a whole number of merged tokens
+  // The plan prints it for 1024 and 4096 tokens.
+  PlanParams p;
+  p.vision = v;
+  const MemoryPlan plan = plan_memory(builtin_config("muse-glimmer-30b"), p);
+  ASSERT_EQ(plan.vision_images.size(), 2u);
+  EXPECT_EQ(plan.vision_images[0].tokens, 1024);
+  EXPECT_EQ(plan.vision_images[1].patches, 16384);
+  EXPECT_NE(format_plan(plan).find("4096 image tokens (16384 patches)"),
+            std::string::npos);
+}
