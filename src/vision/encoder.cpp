@@ -1,0 +1,380 @@
+// vision/encoder.cpp — see encoder.h. Plain f32 loops and BLAS products; the order of the
+// steps follows the reference (transformers 5.25, models/muse_glimmer).
+#include "vision/encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+#include "gguf/reader.h"
+#include "kernels/cpu/blas.h"
+#include "quant/quantize.h"
+
+namespace squeeze::vision {
+
+struct Linear {
+  std::vector<float> w, b;  // w [out, in] row-major, b [out] or empty
+  int64_t out = 0, in = 0;
+};
+
+struct Block {
+  std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
+  Linear q, k, v, o, up, down;
+};
+
+struct VisionEncoder::Weights {
+  EncoderConfig cfg;
+  Linear patch;                  // [D, 3·p·p]
+  std::vector<float> positions;  // [pos_grid², D]
+  std::vector<float> pre_w, pre_b, post_w, post_b;
+  std::vector<Block> blocks;
+  Linear adapter1, adapter2, projection;
+};
+
+namespace {
+
+std::vector<float> tensor_f32(const gguf::File& f, const std::string& name, std::vector<int64_t> dims) {
+  const gguf::TensorInfo* t = f.find_tensor(name);
+  SQZ_CHECK(t != nullptr, f.path(), ": missing tensor '", name, "'");
+  std::vector<int64_t> have = t->dims();
+  SQZ_CHECK(have == dims, f.path(), ": tensor '", name, "' is ", t->shape_string(), ", expected another shape");
+  return quant::dequantize_tensor(t->type, t->data.data(), t->n_rows(), t->row_length());
+}
+
+Linear linear(const gguf::File& f, const std::string& name, int64_t out, int64_t in, bool bias) {
+  Linear l;
+  l.out = out;
+  l.in = in;
+  l.w = tensor_f32(f, name + ".weight", {in, out});
+  if (bias) l.b = tensor_f32(f, name + ".bias", {out});
+  return l;
+}
+
+// GGUF rows of q / k per head are (pair 0 first, pair 0 second, pair 1 first, ...); the
+// reference's are (all firsts, then all seconds).
+void deinterleave_rows(std::vector<float>& w, int64_t heads, int64_t head_dim, int64_t cols) {
+  std::vector<float> out(w.size());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < head_dim / 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        std::copy_n(w.data() + (h * head_dim + 2 * i + j) * cols, cols,
+                    out.data() + (h * head_dim + i + j * head_dim / 2) * cols);
+  w.swap(out);
+}
+
+// y [n, l.out] = x [n, l.in] · wᵀ + b
+void apply(const Linear& l, const float* x, int64_t n, float* y) {
+  kernels::cpu::GemmArgs<float> g;
+  g.trans_b = true;
+  g.M = n;
+  g.N = l.out;
+  g.K = l.in;
+  g.A = x;
+  g.lda = l.in;
+  g.B = l.w.data();
+  g.ldb = l.in;
+  g.C = y;
+  g.ldc = l.out;
+  kernels::cpu::blas_gemm(g);
+  if (!l.b.empty())
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < l.out; ++c) y[r * l.out + c] += l.b[size_t(c)];
+}
+
+void layer_norm(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, int64_t d,
+                float eps, float* y) {
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * d;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < d; ++i) mean += xr[i];
+    mean /= double(d);
+    for (int64_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= double(d);
+    const double inv = 1.0 / std::sqrt(var + double(eps));
+    for (int64_t i = 0; i < d; ++i) y[r * d + i] = float((xr[i] - mean) * inv) * w[size_t(i)] + b[size_t(i)];
+  }
+}
+
+float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * float(M_SQRT1_2))); }
+
+// Rows of attention segments (windows or the whole image), as [begin, end) of the
+// window-ordered sequence.
+using Segments = std::vector<std::pair<int64_t, int64_t>>;
+
+// Non-causal softmax attention of every head inside each segment; q, k, v, out [n, D].
+void attend(const float* q, const float* k, const float* v, int64_t D, int64_t heads, const Segments& segs,
+            float* out) {
+  const int64_t hd = D / heads;
+  const float scale = 1.0f / std::sqrt(float(hd));
+  constexpr int64_t kBlock = 256;  // query rows per score block: bounded memory for full attention
+  std::vector<float> s;
+  for (const auto& [b, e] : segs) {
+    const int64_t n = e - b;
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t q0 = 0; q0 < n; q0 += kBlock) {
+        const int64_t m = std::min(kBlock, n - q0);
+        s.assign(size_t(m * n), 0.0f);
+        kernels::cpu::GemmArgs<float> g;
+        g.trans_b = true;
+        g.M = m;
+        g.N = n;
+        g.K = hd;
+        g.alpha = scale;
+        g.A = q + (b + q0) * D + h * hd;
+        g.lda = D;
+        g.B = k + b * D + h * hd;
+        g.ldb = D;
+        g.C = s.data();
+        g.ldc = n;
+        kernels::cpu::blas_gemm(g);
+        for (int64_t r = 0; r < m; ++r) {
+          float* row = s.data() + r * n;
+          const float mx = *std::max_element(row, row + n);
+          double sum = 0;
+          for (int64_t c = 0; c < n; ++c) sum += (row[c] = std::exp(row[c] - mx));
+          const float inv = float(1.0 / sum);
+          for (int64_t c = 0; c < n; ++c) row[c] *= inv;
+        }
+        kernels::cpu::GemmArgs<float> o;
+        o.M = m;
+        o.N = hd;
+        o.K = n;
+        o.A = s.data();
+        o.lda = n;
+        o.B = v + b * D + h * hd;
+        o.ldb = D;
+        o.C = out + (b + q0) * D + h * hd;
+        o.ldc = D;
+        kernels::cpu::blas_gemm(o);
+      }
+  }
+}
+
+}  // namespace
+
+VisionEncoder::VisionEncoder(std::unique_ptr<Weights> w) : w_(std::move(w)) {}
+VisionEncoder::VisionEncoder(VisionEncoder&&) noexcept = default;
+VisionEncoder::~VisionEncoder() = default;
+const EncoderConfig& VisionEncoder::config() const { return w_->cfg; }
+
+VisionEncoder VisionEncoder::load(const std::string& path) {
+  const gguf::File f(path);
+  const gguf::Metadata& m = f.metadata();
+  const auto arch = m.get_string_opt("general.architecture");
+  SQZ_CHECK(arch && *arch == "clip", path, ": not a projector file (general.architecture is '", arch.value_or(""),
+            "', expected 'clip')");
+  const auto type = m.get_string_opt("clip.projector_type");
+  SQZ_CHECK(type && *type == "muse-glimmer", path, ": projector type '", type.value_or(""),
+            "' is not supported (expected 'muse-glimmer')");
+  auto w = std::make_unique<Weights>();
+  EncoderConfig& c = w->cfg;
+  const auto u32 = [&](const char* key) { return int64_t(m.get_u32(key)); };
+  c.layers = u32("clip.vision.block_count");
+  c.width = u32("clip.vision.embedding_length");
+  c.mlp = u32("clip.vision.feed_forward_length");
+  c.heads = u32("clip.vision.attention.head_count");
+  c.patch = u32("clip.vision.patch_size");
+  c.merge = u32("clip.vision.spatial_merge_size");
+  c.text_width = u32("clip.vision.projection_dim");
+  c.layer_norm_eps = m.get_f32_opt("clip.vision.attention.layer_norm_epsilon").value_or(1e-5f);
+  c.projector_rms_eps = m.get_f32_opt("clip.vision.projector.rms_norm_epsilon").value_or(1e-5f);
+  c.rope_theta = m.get_f32_opt("clip.vision.rope.freq_base").value_or(10000.0f);
+  SQZ_CHECK(c.layers > 0 && c.width > 0 && c.mlp > 0 && c.heads > 0 && c.width % c.heads == 0 &&
+                c.head_dim() % 4 == 0 && c.patch > 0 && c.merge > 0 && c.text_width > 0,
+            path, ": inconsistent vision shape (", c.layers, " blocks of ", c.width, ", ", c.heads, " heads, patch ",
+            c.patch, ", merge ", c.merge, ")");
+  const gguf::TensorInfo* pos = f.find_tensor("v.position_embd.weight");
+  SQZ_CHECK(pos != nullptr, path, ": missing tensor 'v.position_embd.weight'");
+  const auto side = int64_t(std::llround(std::sqrt(double(pos->n_rows()))));
+  SQZ_CHECK(side * side == pos->n_rows(), path, ": ", pos->n_rows(), " learned positions do not form a square grid");
+  c.pos_grid = side;
+  c.window = int64_t(m.get_u32_or("clip.vision.window_size", uint32_t(side * c.patch))) / c.patch;
+  SQZ_CHECK(c.window > 0, path, ": window of ", c.window, " patches");
+  c.full_attention.assign(size_t(c.layers), false);
+  std::vector<int32_t> full;
+  if (auto a = m.get_i32_array_opt("clip.vision.fullatt_block_indexes")) full = *a;
+  else
+    for (int64_t i = 0; i < c.layers; ++i)
+      if ((i + 1) % 4 == 0 || i == c.layers - 1) full.push_back(int32_t(i));  // the reference's default
+  for (int32_t i : full) {
+    SQZ_CHECK(i >= 0 && i < c.layers, path, ": full-attention block ", i, " of ", c.layers);
+    c.full_attention[size_t(i)] = true;
+  }
+  const int64_t D = c.width, P = 3 * c.patch * c.patch;
+  w->patch.out = D;
+  w->patch.in = P;
+  w->patch.w = tensor_f32(f, "v.patch_embd.weight", {c.patch, c.patch, 3, D});
+  w->positions = tensor_f32(f, "v.position_embd.weight", {D, side * side});
+  w->pre_w = tensor_f32(f, "v.pre_ln.weight", {D});
+  w->pre_b = tensor_f32(f, "v.pre_ln.bias", {D});
+  w->post_w = tensor_f32(f, "v.post_ln.weight", {D});
+  w->post_b = tensor_f32(f, "v.post_ln.bias", {D});
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string b = "v.blk." + std::to_string(i);
+    Block k;
+    k.ln1_w = tensor_f32(f, b + ".ln1.weight", {D});
+    k.ln1_b = tensor_f32(f, b + ".ln1.bias", {D});
+    k.ln2_w = tensor_f32(f, b + ".ln2.weight", {D});
+    k.ln2_b = tensor_f32(f, b + ".ln2.bias", {D});
+    k.q = linear(f, b + ".attn_q", D, D, true);
+    k.k = linear(f, b + ".attn_k", D, D, true);
+    for (Linear* l : {&k.q, &k.k}) {
+      deinterleave_rows(l->w, c.heads, c.head_dim(), D);
+      deinterleave_rows(l->b, c.heads, c.head_dim(), 1);
+    }
+    k.v = linear(f, b + ".attn_v", D, D, true);
+    k.o = linear(f, b + ".attn_out", D, D, true);
+    k.up = linear(f, b + ".ffn_up", c.mlp, D, true);
+    k.down = linear(f, b + ".ffn_down", D, c.mlp, true);
+    w->blocks.push_back(std::move(k));
+  }
+  const gguf::TensorInfo* a1 = f.find_tensor("mm.0.weight");
+  SQZ_CHECK(a1 != nullptr, path, ": missing tensor 'mm.0.weight'");
+  c.adapter_hidden = a1->n_rows();
+  w->adapter1 = linear(f, "mm.0", c.adapter_hidden, c.merge * c.merge * D, false);
+  w->adapter2 = linear(f, "mm.1", c.adapter_hidden, c.adapter_hidden, false);
+  w->projection = linear(f, "mm.2", c.text_width, c.adapter_hidden, false);
+  return VisionEncoder(std::move(w));
+}
+
+EncoderOutput VisionEncoder::encode(const PixelPatches& px) const {
+  const EncoderConfig& c = w_->cfg;
+  const int64_t gh = px.grid_h, gw = px.grid_w, N = gh * gw, D = c.width, hd = c.head_dim();
+  SQZ_CHECK(px.patch_size == c.patch, "vision encoder: patches of ", px.patch_size, " pixels, the encoder takes ",
+            c.patch);
+  SQZ_CHECK(gh > 0 && gw > 0 && gh % c.merge == 0 && gw % c.merge == 0, "vision encoder: a grid of ", gh, " x ", gw,
+            " patches (each side a positive multiple of ", c.merge, ")");
+  SQZ_CHECK(px.values.size() == size_t(N * 3 * c.patch * c.patch), "vision encoder: ", px.values.size(),
+            " pixel values for ", N, " patches");
+
+  // 1. Patch embedding plus the resampled positions.
+  std::vector<float> x(size_t(N * D));
+  apply(w_->patch, px.values.data(), N, x.data());
+  const auto taps = [&](int64_t index, int64_t size, int64_t* tap, float* weight) {
+    const float side = float(c.pos_grid);
+    const float src = (float(index) + 0.5f) * side / float(size) - 0.5f;
+    const float fl = std::floor(src);
+    for (int j = 0; j < 2; ++j) {
+      const int64_t raw = int64_t(fl) + j;
+      const float wgt = std::max(0.0f, 1.0f - std::fabs(src - (fl + float(j))));
+      weight[j] = raw >= 0 && raw <= c.pos_grid - 1 ? wgt : 0.0f;
+      tap[j] = std::clamp<int64_t>(raw, 0, c.pos_grid - 1);
+    }
+  };
+  for (int64_t i = 0; i < N; ++i) {
+    // The reference resamples with the grid's sides exchanged (height gw, width gh) and
+    // decodes the flat index i in that exchanged raster.
+    int64_t tr[2], tc[2];
+    float wr[2], wc[2];
+    taps(i / gh, gw, tr, wr);
+    taps(i % gh, gh, tc, wc);
+    float* xi = x.data() + i * D;
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b) {
+        const float wt = wr[a] * wc[b];
+        if (wt == 0.0f) continue;
+        const float* p = w_->positions.data() + (tr[a] * c.pos_grid + tc[b]) * D;
+        for (int64_t j = 0; j < D; ++j) xi[j] += wt * p[j];
+      }
+  }
+  std::vector<float> h(x.size());
+  layer_norm(x.data(), w_->pre_w, w_->pre_b, N, D, c.layer_norm_eps, h.data());
+
+  // 2. Window order: windows of window × window patches, row-major, patches row-major inside.
+  std::vector<int64_t> order;
+  Segments windows;
+  for (int64_t r0 = 0; r0 < gh; r0 += c.window)
+    for (int64_t c0 = 0; c0 < gw; c0 += c.window) {
+      const int64_t begin = int64_t(order.size());
+      for (int64_t r = r0; r < std::min(gh, r0 + c.window); ++r)
+        for (int64_t col = c0; col < std::min(gw, c0 + c.window); ++col) order.push_back(r * gw + col);
+      windows.push_back({begin, int64_t(order.size())});
+    }
+  const Segments whole = {{0, N}};
+  for (int64_t i = 0; i < N; ++i) std::copy_n(h.data() + order[size_t(i)] * D, D, x.data() + i * D);
+
+  // Rotary angles per window-ordered row: the first quarter of the head turns with
+  // column + 1, the second with row + 1 (then both repeat for the other half).
+  const int64_t quarter = hd / 4;
+  std::vector<float> cosv(size_t(N * hd / 2)), sinv(cosv.size());
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t patch = order[size_t(i)];
+    const float pos[2] = {float(patch % gw + 1), float(patch / gw + 1)};
+    for (int64_t m = 0; m < hd / 2; ++m) {
+      const int64_t f = m % quarter;
+      const float inv_freq = 1.0f / std::pow(c.rope_theta, float(2 * f) / float(hd / 2));
+      const float angle = pos[m / quarter] * inv_freq;
+      cosv[size_t(i * hd / 2 + m)] = std::cos(angle);
+      sinv[size_t(i * hd / 2 + m)] = std::sin(angle);
+    }
+  }
+  const auto rope = [&](float* t) {
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t head = 0; head < c.heads; ++head) {
+        float* v = t + i * D + head * hd;
+        for (int64_t m = 0; m < hd / 2; ++m) {
+          const float co = cosv[size_t(i * hd / 2 + m)], si = sinv[size_t(i * hd / 2 + m)];
+          const float a = v[m], b = v[m + hd / 2];
+          v[m] = a * co - b * si;
+          v[m + hd / 2] = b * co + a * si;
+        }
+      }
+  };
+
+  // 3. Blocks.
+  std::vector<float> n1(size_t(N * D)), q(n1.size()), k(n1.size()), v(n1.size()), att(n1.size()), o(n1.size());
+  std::vector<float> mid(size_t(N * c.mlp));
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const Block& b = w_->blocks[size_t(l)];
+    layer_norm(x.data(), b.ln1_w, b.ln1_b, N, D, 1e-5f, n1.data());  // the reference fixes 1e-5 here
+    apply(b.q, n1.data(), N, q.data());
+    apply(b.k, n1.data(), N, k.data());
+    apply(b.v, n1.data(), N, v.data());
+    rope(q.data());
+    rope(k.data());
+    attend(q.data(), k.data(), v.data(), D, c.heads, c.full_attention[size_t(l)] ? whole : windows, att.data());
+    apply(b.o, att.data(), N, o.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+    layer_norm(x.data(), b.ln2_w, b.ln2_b, N, D, 1e-5f, n1.data());
+    apply(b.up, n1.data(), N, mid.data());
+    for (float& t : mid) t = gelu(t);
+    apply(b.down, mid.data(), N, o.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+  }
+
+  // 4. Back to raster order, post-norm, 2 × 2 pixel shuffle.
+  for (int64_t i = 0; i < N; ++i) std::copy_n(x.data() + i * D, D, h.data() + order[size_t(i)] * D);
+  layer_norm(h.data(), w_->post_w, w_->post_b, N, D, c.layer_norm_eps, x.data());
+  EncoderOutput out;
+  const int64_t M = c.merge, T = N / (M * M), F = M * M * D;
+  out.tokens = T;
+  out.merged.resize(size_t(T * F));
+  int64_t t = 0;
+  for (int64_t br = 0; br < gh / M; ++br)
+    for (int64_t bc = 0; bc < gw / M; ++bc, ++t)
+      for (int64_t r = 0; r < M; ++r)
+        for (int64_t col = 0; col < M; ++col) {
+          const int64_t slot = r * M + col, patch = (br * M + r) * gw + bc * M + col;
+          for (int64_t j = 0; j < D; ++j) out.merged[size_t(t * F + j * M * M + slot)] = x[size_t(patch * D + j)];
+        }
+
+  // 5. Adapter, projection, RMSNorm without scale.
+  std::vector<float> a1(size_t(T * c.adapter_hidden)), a2(a1.size());
+  apply(w_->adapter1, out.merged.data(), T, a1.data());
+  for (float& e : a1) e = gelu(e);
+  apply(w_->adapter2, a1.data(), T, a2.data());
+  for (float& e : a2) e = gelu(e);
+  out.features.resize(size_t(T * c.text_width));
+  apply(w_->projection, a2.data(), T, out.features.data());
+  for (int64_t r = 0; r < T; ++r) {
+    float* f = out.features.data() + r * c.text_width;
+    double ss = 0;
+    for (int64_t j = 0; j < c.text_width; ++j) ss += double(f[j]) * f[j];
+    const float inv = float(1.0 / std::sqrt(ss / double(c.text_width) + double(c.projector_rms_eps)));
+    for (int64_t j = 0; j < c.text_width; ++j) f[j] *= inv;
+  }
+  return out;
+}
+
+}  // namespace squeeze::vision
