@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "gguf/reader.h"
 #include "kernels/cpu/blas.h"
 #include "quant/quantize.h"
@@ -63,23 +66,33 @@ void deinterleave_rows(std::vector<float>& w, int64_t heads, int64_t head_dim, i
   w.swap(out);
 }
 
+// fn(begin, end) over row ranges, on the pool's threads when there is one (the BLAS runs
+// single-threaded: squeeze spreads its calls).
+template <typename F>
+void over_rows(ThreadPool* pool, int64_t n, int64_t grain, F&& fn) {
+  if (pool == nullptr || n <= grain) return fn(int64_t(0), n);
+  pool->parallel_for(0, n, fn, {ThreadPool::Schedule::Dynamic, grain});
+}
+
 // y [n, l.out] = x [n, l.in] · wᵀ + b
-void apply(const Linear& l, const float* x, int64_t n, float* y) {
-  kernels::cpu::GemmArgs<float> g;
-  g.trans_b = true;
-  g.M = n;
-  g.N = l.out;
-  g.K = l.in;
-  g.A = x;
-  g.lda = l.in;
-  g.B = l.w.data();
-  g.ldb = l.in;
-  g.C = y;
-  g.ldc = l.out;
-  kernels::cpu::blas_gemm(g);
-  if (!l.b.empty())
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t c = 0; c < l.out; ++c) y[r * l.out + c] += l.b[size_t(c)];
+void apply(const Linear& l, const float* x, int64_t n, float* y, ThreadPool* pool) {
+  over_rows(pool, n, 64, [&](int64_t r0, int64_t r1) {
+    kernels::cpu::GemmArgs<float> g;
+    g.trans_b = true;
+    g.M = r1 - r0;
+    g.N = l.out;
+    g.K = l.in;
+    g.A = x + r0 * l.in;
+    g.lda = l.in;
+    g.B = l.w.data();
+    g.ldb = l.in;
+    g.C = y + r0 * l.out;
+    g.ldc = l.out;
+    kernels::cpu::blas_gemm(g);
+    if (!l.b.empty())
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < l.out; ++c) y[r * l.out + c] += l.b[size_t(c)];
+  });
 }
 
 void layer_norm(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n, int64_t d,
@@ -104,15 +117,23 @@ using Segments = std::vector<std::pair<int64_t, int64_t>>;
 
 // Non-causal softmax attention of every head inside each segment; q, k, v, out [n, D].
 void attend(const float* q, const float* k, const float* v, int64_t D, int64_t heads, const Segments& segs,
-            float* out) {
+            float* out, ThreadPool* pool) {
   const int64_t hd = D / heads;
   const float scale = 1.0f / std::sqrt(float(hd));
   constexpr int64_t kBlock = 256;  // query rows per score block: bounded memory for full attention
-  std::vector<float> s;
-  for (const auto& [b, e] : segs) {
-    const int64_t n = e - b;
+  // Work items: (segment, head, query block), independent of each other.
+  struct Item {
+    int64_t b, n, h, q0;
+  };
+  std::vector<Item> items;
+  for (const auto& [b, e] : segs)
     for (int64_t h = 0; h < heads; ++h)
-      for (int64_t q0 = 0; q0 < n; q0 += kBlock) {
+      for (int64_t q0 = 0; q0 < e - b; q0 += kBlock) items.push_back({b, e - b, h, q0});
+  over_rows(pool, int64_t(items.size()), 1, [&](int64_t i0, int64_t i1) {
+    std::vector<float> s;
+    for (int64_t it = i0; it < i1; ++it) {
+      const auto [b, n, h, q0] = items[size_t(it)];
+      {
         const int64_t m = std::min(kBlock, n - q0);
         s.assign(size_t(m * n), 0.0f);
         kernels::cpu::GemmArgs<float> g;
@@ -148,7 +169,16 @@ void attend(const float* q, const float* k, const float* v, int64_t D, int64_t h
         o.ldc = D;
         kernels::cpu::blas_gemm(o);
       }
-  }
+    }
+  });
+}
+
+void check_shape(const EncoderConfig& c, const std::string& what) {
+  SQZ_CHECK(c.layers > 0 && c.width > 0 && c.mlp > 0 && c.heads > 0 && c.width % c.heads == 0 &&
+                c.head_dim() % 4 == 0 && c.patch > 0 && c.merge > 0 && c.text_width > 0 && c.pos_grid > 0 &&
+                c.window > 0 && c.adapter_hidden > 0 && c.full_attention.size() == size_t(c.layers),
+            what, ": inconsistent vision shape (", c.layers, " blocks of ", c.width, ", ", c.heads,
+            " heads with a head dimension divisible by 4, patch ", c.patch, ", merge ", c.merge, ")");
 }
 
 }  // namespace
@@ -180,10 +210,7 @@ VisionEncoder VisionEncoder::load(const std::string& path) {
   c.layer_norm_eps = m.get_f32_opt("clip.vision.attention.layer_norm_epsilon").value_or(1e-5f);
   c.projector_rms_eps = m.get_f32_opt("clip.vision.projector.rms_norm_epsilon").value_or(1e-5f);
   c.rope_theta = m.get_f32_opt("clip.vision.rope.freq_base").value_or(10000.0f);
-  SQZ_CHECK(c.layers > 0 && c.width > 0 && c.mlp > 0 && c.heads > 0 && c.width % c.heads == 0 &&
-                c.head_dim() % 4 == 0 && c.patch > 0 && c.merge > 0 && c.text_width > 0,
-            path, ": inconsistent vision shape (", c.layers, " blocks of ", c.width, ", ", c.heads, " heads, patch ",
-            c.patch, ", merge ", c.merge, ")");
+  SQZ_CHECK(c.patch > 0, path, ": patch size 0");
   const gguf::TensorInfo* pos = f.find_tensor("v.position_embd.weight");
   SQZ_CHECK(pos != nullptr, path, ": missing tensor 'v.position_embd.weight'");
   const auto side = int64_t(std::llround(std::sqrt(double(pos->n_rows()))));
@@ -201,6 +228,8 @@ VisionEncoder VisionEncoder::load(const std::string& path) {
     SQZ_CHECK(i >= 0 && i < c.layers, path, ": full-attention block ", i, " of ", c.layers);
     c.full_attention[size_t(i)] = true;
   }
+  c.adapter_hidden = 1;  // read from mm.0 below; checked with the rest now
+  check_shape(c, path);
   const int64_t D = c.width, P = 3 * c.patch * c.patch;
   w->patch.out = D;
   w->patch.in = P;
@@ -238,7 +267,51 @@ VisionEncoder VisionEncoder::load(const std::string& path) {
   return VisionEncoder(std::move(w));
 }
 
-EncoderOutput VisionEncoder::encode(const PixelPatches& px) const {
+
+VisionEncoder VisionEncoder::random(const EncoderConfig& config, uint64_t seed) {
+  check_shape(config, "random vision encoder");
+  auto w = std::make_unique<Weights>();
+  w->cfg = config;
+  const EncoderConfig& c = w->cfg;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto fill = [&](std::vector<float>& v, size_t n, float scale) {
+    v.resize(n);
+    for (float& e : v) e = bf16_to_f32(f32_to_bf16(normal(rng) * scale));
+  };
+  const auto lin = [&](Linear& l, int64_t out, int64_t in, bool bias) {
+    l.out = out;
+    l.in = in;
+    fill(l.w, size_t(out * in), 1.0f / std::sqrt(float(in)));
+    if (bias) fill(l.b, size_t(out), 0.02f);
+  };
+  const auto norm = [&](std::vector<float>& wt, std::vector<float>& b) {
+    wt.assign(size_t(c.width), 1.0f);
+    b.assign(size_t(c.width), 0.0f);
+  };
+  const int64_t D = c.width;
+  lin(w->patch, D, 3 * c.patch * c.patch, false);
+  fill(w->positions, size_t(c.pos_grid * c.pos_grid * D), 0.02f);
+  norm(w->pre_w, w->pre_b);
+  norm(w->post_w, w->post_b);
+  w->blocks.resize(size_t(c.layers));
+  for (Block& b : w->blocks) {
+    norm(b.ln1_w, b.ln1_b);
+    norm(b.ln2_w, b.ln2_b);
+    lin(b.q, D, D, true);
+    lin(b.k, D, D, true);
+    lin(b.v, D, D, true);
+    lin(b.o, D, D, true);
+    lin(b.up, c.mlp, D, true);
+    lin(b.down, D, c.mlp, true);
+  }
+  lin(w->adapter1, c.adapter_hidden, c.merge * c.merge * D, false);
+  lin(w->adapter2, c.adapter_hidden, c.adapter_hidden, false);
+  lin(w->projection, c.text_width, c.adapter_hidden, false);
+  return VisionEncoder(std::move(w));
+}
+
+EncoderOutput VisionEncoder::encode(const PixelPatches& px, ThreadPool* pool) const {
   const EncoderConfig& c = w_->cfg;
   const int64_t gh = px.grid_h, gw = px.grid_w, N = gh * gw, D = c.width, hd = c.head_dim();
   SQZ_CHECK(px.patch_size == c.patch, "vision encoder: patches of ", px.patch_size, " pixels, the encoder takes ",
@@ -250,7 +323,7 @@ EncoderOutput VisionEncoder::encode(const PixelPatches& px) const {
 
   // 1. Patch embedding plus the resampled positions.
   std::vector<float> x(size_t(N * D));
-  apply(w_->patch, px.values.data(), N, x.data());
+  apply(w_->patch, px.values.data(), N, x.data(), pool);
   const auto taps = [&](int64_t index, int64_t size, int64_t* tap, float* weight) {
     const float side = float(c.pos_grid);
     const float src = (float(index) + 0.5f) * side / float(size) - 0.5f;
@@ -328,18 +401,20 @@ EncoderOutput VisionEncoder::encode(const PixelPatches& px) const {
   for (int64_t l = 0; l < c.layers; ++l) {
     const Block& b = w_->blocks[size_t(l)];
     layer_norm(x.data(), b.ln1_w, b.ln1_b, N, D, 1e-5f, n1.data());  // the reference fixes 1e-5 here
-    apply(b.q, n1.data(), N, q.data());
-    apply(b.k, n1.data(), N, k.data());
-    apply(b.v, n1.data(), N, v.data());
+    apply(b.q, n1.data(), N, q.data(), pool);
+    apply(b.k, n1.data(), N, k.data(), pool);
+    apply(b.v, n1.data(), N, v.data(), pool);
     rope(q.data());
     rope(k.data());
-    attend(q.data(), k.data(), v.data(), D, c.heads, c.full_attention[size_t(l)] ? whole : windows, att.data());
-    apply(b.o, att.data(), N, o.data());
+    attend(q.data(), k.data(), v.data(), D, c.heads, c.full_attention[size_t(l)] ? whole : windows, att.data(), pool);
+    apply(b.o, att.data(), N, o.data(), pool);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
     layer_norm(x.data(), b.ln2_w, b.ln2_b, N, D, 1e-5f, n1.data());
-    apply(b.up, n1.data(), N, mid.data());
-    for (float& t : mid) t = gelu(t);
-    apply(b.down, mid.data(), N, o.data());
+    apply(b.up, n1.data(), N, mid.data(), pool);
+    over_rows(pool, N, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0 * c.mlp; i < r1 * c.mlp; ++i) mid[size_t(i)] = gelu(mid[size_t(i)]);
+    });
+    apply(b.down, mid.data(), N, o.data(), pool);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
   }
 
@@ -361,12 +436,12 @@ EncoderOutput VisionEncoder::encode(const PixelPatches& px) const {
 
   // 5. Adapter, projection, RMSNorm without scale.
   std::vector<float> a1(size_t(T * c.adapter_hidden)), a2(a1.size());
-  apply(w_->adapter1, out.merged.data(), T, a1.data());
+  apply(w_->adapter1, out.merged.data(), T, a1.data(), pool);
   for (float& e : a1) e = gelu(e);
-  apply(w_->adapter2, a1.data(), T, a2.data());
+  apply(w_->adapter2, a1.data(), T, a2.data(), pool);
   for (float& e : a2) e = gelu(e);
   out.features.resize(size_t(T * c.text_width));
-  apply(w_->projection, a2.data(), T, out.features.data());
+  apply(w_->projection, a2.data(), T, out.features.data(), pool);
   for (int64_t r = 0; r < T; ++r) {
     float* f = out.features.data() + r * c.text_width;
     double ss = 0;

@@ -28,6 +28,10 @@
 
 #include "vision/preprocess.h"
 
+namespace squeeze {
+class ThreadPool;
+}
+
 namespace squeeze::vision {
 
 struct EncoderConfig {
@@ -49,12 +53,16 @@ class VisionEncoder {
  public:
   // Throws squeeze::Error naming the file and the key or tensor at fault.
   static VisionEncoder load(const std::string& path);
+  // Random weights (normal, scaled by 1 / sqrt(fan-in), rounded to bf16) of a given shape:
+  // for benchmarks of shapes whose weights are not at hand (the released tower).
+  static VisionEncoder random(const EncoderConfig& config, uint64_t seed);
   VisionEncoder(VisionEncoder&&) noexcept;
   ~VisionEncoder();
 
   const EncoderConfig& config() const;
-  // Patches from preprocess() with this encoder's patch size; grid sides multiples of the merge.
-  EncoderOutput encode(const PixelPatches& patches) const;
+  // Patches from preprocess() with this encoder's patch size; grid sides multiples of the
+  // merge. Products are spread over `pool` when given.
+  EncoderOutput encode(const PixelPatches& patches, ThreadPool* pool = nullptr) const;
 
  private:
   struct Weights;

@@ -85,3 +85,20 @@ def test_the_image_is_never_its_own_dump(tmp_path):
     r = run(f, "--dump-patches", f)
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert f.read_bytes() == data
+
+
+def test_encoder_runs_on_a_projector_file(tmp_path):
+    mmproj = os.path.join(FIX, "encoder", "mmproj.gguf")
+    out = tmp_path / "features.npy"
+    r = run(os.path.join(FIX, "large.png"), "--max-image-tokens", 16, "--mmproj", mmproj, "--dump-features", out)
+    assert r.returncode == 0, r.stderr
+    assert "encoder: 15 image tokens x 40" in r.stdout, r.stdout
+    f = np.load(out)
+    assert f.shape == (15, 40) and np.isfinite(f).all()
+    assert np.allclose(np.sqrt((f ** 2).mean(1)), 1.0, atol=1e-3)  # RMS-normalised, as the reference
+    assert_one_line_error(run(os.path.join(FIX, "large.png"), "--dump-features", out), "--dump-features needs --mmproj")
+    assert_one_line_error(run(os.path.join(FIX, "large.png"), "--mmproj", os.path.join(FIX, "rgb_noise.png")),
+                          "not a GGUF file")
+    before = open(mmproj, "rb").read()
+    r = run(os.path.join(FIX, "large.png"), "--mmproj", mmproj, "--dump-features", mmproj)
+    assert r.returncode != 0 and open(mmproj, "rb").read() == before

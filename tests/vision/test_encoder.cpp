@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/thrown_message.h"
+#include "core/thread_pool.h"
 #include "vision/encoder.h"
 
 namespace squeeze::vision {
@@ -55,6 +56,38 @@ TEST(VisionEncoder, MatchesTheReference) {
   ASSERT_EQ(out.features.size(), features.size());
   EXPECT_LE(relative_error(out.merged, tower), 1e-4);
   EXPECT_LE(relative_error(out.features, features), 1e-4);
+  ThreadPool pool(2);  // the products spread over threads: the same result
+  const EncoderOutput spread = enc.encode(px, &pool);
+  EXPECT_LE(relative_error(spread.features, features), 1e-4);
+}
+
+TEST(VisionEncoder, RandomTowerOfAGivenShape) {
+  EncoderConfig c;
+  c.layers = 2;
+  c.width = 32;
+  c.mlp = 48;
+  c.heads = 2;
+  c.patch = 14;
+  c.pos_grid = 4;
+  c.merge = 2;
+  c.window = 4;
+  c.adapter_hidden = 24;
+  c.text_width = 16;
+  c.full_attention = {false, true};
+  const VisionEncoder enc = VisionEncoder::random(c, 7);
+  PixelPatches px;
+  px.grid_h = 4;
+  px.grid_w = 6;
+  px.patch_size = 14;
+  px.values.assign(24 * 588, 0.25f);
+  const EncoderOutput out = enc.encode(px);
+  ASSERT_EQ(out.features.size(), 6u * 16);
+  for (float v : out.features) ASSERT_TRUE(std::isfinite(v));
+  double ss = 0;  // each token RMS-normalised
+  for (int j = 0; j < 16; ++j) ss += double(out.features[size_t(j)]) * out.features[size_t(j)];
+  EXPECT_NEAR(ss / 16, 1.0, 1e-3);
+  c.width = 30;  // not a whole number of heads with a head dimension divisible by 4
+  EXPECT_THROW(VisionEncoder::random(c, 7), Error);
 }
 
 TEST(VisionEncoder, BadInputIsNamed) {
