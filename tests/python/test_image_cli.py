@@ -95,7 +95,8 @@ def test_encoder_runs_on_a_projector_file(tmp_path):
     assert "encoder: 15 image tokens x 40" in r.stdout, r.stdout
     f = np.load(out)
     assert f.shape == (15, 40) and np.isfinite(f).all()
-    assert np.allclose(np.sqrt((f ** 2).mean(1)), 1.0, atol=1e-3)  # RMS-normalised, as the reference
+    rms = np.sqrt((f ** 2).mean(1))  # RMS-normalised (up to the norm's epsilon), as the reference
+    assert (rms > 0.98).all() and (rms <= 1.0 + 1e-6).all(), rms
     assert_one_line_error(run(os.path.join(FIX, "large.png"), "--dump-features", out), "--dump-features needs --mmproj")
     assert_one_line_error(run(os.path.join(FIX, "large.png"), "--mmproj", os.path.join(FIX, "rgb_noise.png")),
                           "not a GGUF file")
