@@ -40,8 +40,11 @@ namespace {
 std::vector<float> tensor_f32(const gguf::File& f, const std::string& name, std::vector<int64_t> dims) {
   const gguf::TensorInfo* t = f.find_tensor(name);
   SQZ_CHECK(t != nullptr, f.path(), ": missing tensor '", name, "'");
-  std::vector<int64_t> have = t->dims();
-  SQZ_CHECK(have == dims, f.path(), ": tensor '", name, "' is ", t->shape_string(), ", expected another shape");
+  if (t->dims() != dims) {
+    std::string want = "[";
+    for (size_t i = 0; i < dims.size(); ++i) want += (i ? ", " : "") + std::to_string(dims[i]);
+    fail(f.path(), ": tensor '", name, "' is ", t->shape_string(), ", expected ", want, "]");
+  }
   return quant::dequantize_tensor(t->type, t->data.data(), t->n_rows(), t->row_length());
 }
 

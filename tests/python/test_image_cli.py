@@ -103,3 +103,47 @@ def test_encoder_runs_on_a_projector_file(tmp_path):
     before = open(mmproj, "rb").read()
     r = run(os.path.join(FIX, "large.png"), "--mmproj", mmproj, "--dump-features", mmproj)
     assert r.returncode != 0 and open(mmproj, "rb").read() == before
+
+
+def _projector_copy(path, drop_key=None, drop_tensor=None, short_tensor=None):
+    """The fixture projector rewritten with one thing wrong."""
+    import gguf
+    src = gguf.GGUFReader(os.path.join(FIX, "encoder", "mmproj.gguf"))
+    w = gguf.GGUFWriter(str(path), "clip")
+    for k, f in src.fields.items():
+        if k.startswith("GGUF.") or k in ("general.architecture", drop_key):
+            continue
+        t = f.types[0]
+        if t == gguf.GGUFValueType.STRING:
+            w.add_string(k, bytes(f.parts[f.data[0]]).decode())
+        elif t == gguf.GGUFValueType.ARRAY:
+            w.add_array(k, [f.parts[i].tolist()[0] for i in f.data])
+        elif t == gguf.GGUFValueType.BOOL:
+            w.add_bool(k, bool(f.parts[f.data[0]][0]))
+        elif t == gguf.GGUFValueType.UINT32:
+            w.add_uint32(k, int(f.parts[f.data[0]][0]))
+        elif t == gguf.GGUFValueType.FLOAT32:
+            w.add_float32(k, float(f.parts[f.data[0]][0]))
+    for t in src.tensors:
+        if t.name == drop_tensor:
+            continue
+        a = np.array(t.data).reshape([int(x) for x in reversed(t.shape)])
+        w.add_tensor(t.name, a[:-1] if t.name == short_tensor else a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_malformed_projectors_are_named(tmp_path):
+    image = os.path.join(FIX, "large.png")
+    cases = [
+        (dict(drop_key="clip.vision.block_count"), "metadata key 'clip.vision.block_count' is missing"),
+        (dict(drop_key="clip.projector_type"), "projector type '' is not supported"),
+        (dict(drop_tensor="v.blk.2.attn_q.weight"), "missing tensor 'v.blk.2.attn_q.weight'"),
+        (dict(short_tensor="mm.1.weight"), "tensor 'mm.1.weight' is [48, 47], expected [48, 48]"),
+    ]
+    for i, (wrong, needle) in enumerate(cases):
+        f = tmp_path / f"mmproj{i}.gguf"
+        _projector_copy(f, **wrong)
+        assert_one_line_error(run(image, "--mmproj", f), needle)
