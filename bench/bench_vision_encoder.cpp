@@ -7,8 +7,6 @@
 //   bench_vision_encoder [TOKENS,...] [LAYERS]   (defaults: 1024,4096 and 50)
 // With fewer layers the first LAYERS blocks of the released pattern run (full attention
 // on every 4th), and the per-image figures say so.
-#include <immintrin.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "fma_chains.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "model/companion_plan.h"
@@ -25,37 +24,6 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// 12 independent FMA chains in registers (2 ports x 4-5 cycles of latency): the core's peak
-// f32 multiply-add rate.
-__attribute__((target("avx512f"))) double fma_chains_avx512(int64_t iters) {
-  __m512 a[12];
-  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(1.0f + 1e-7f * float(i));
-  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it) {
-#pragma GCC unroll 12  // the chains in registers, not on the stack
-    for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
-  }
-  float s = 0;
-  for (int i = 0; i < 12; ++i) s += _mm512_reduce_add_ps(a[i]);
-  return double(s);
-}
-__attribute__((target("avx2,fma"))) double fma_chains_avx2(int64_t iters) {
-  __m256 a[12];
-  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(1.0f + 1e-7f * float(i));
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it) {
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
-  }
-  alignas(32) float v[8];
-  float s = 0;
-  for (int i = 0; i < 12; ++i) {
-    _mm256_store_ps(v, a[i]);
-    for (float x : v) s += x;
-  }
-  return double(s);
-}
 
 // GFLOP/s of every thread running FMA chains at once: the best of 5 runs of a few seconds
 // each (on a shared machine a short run can lose its core for part of the time).
@@ -66,10 +34,12 @@ double fma_peak_gflops(int threads) {
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     std::vector<std::thread> ts;
-    std::vector<double> sink(static_cast<size_t>(threads));
+    std::vector<float> sink(static_cast<size_t>(threads));
     const auto t0 = Clock::now();
     for (int t = 0; t < threads; ++t)
-      ts.emplace_back([&, t] { sink[size_t(t)] = wide ? fma_chains_avx512(iters) : fma_chains_avx2(iters); });
+      ts.emplace_back([&, t] {
+        sink[size_t(t)] = wide ? squeeze::bench::fma_chains_avx512(iters) : squeeze::bench::fma_chains_avx2(iters);
+      });
     for (auto& t : ts) t.join();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     best = std::max(best, double(threads) * double(iters) * 12 * lanes * 2 / s / 1e9);

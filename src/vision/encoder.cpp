@@ -373,14 +373,14 @@ EncoderOutput VisionEncoder::encode(const PixelPatches& px, ThreadPool* pool) co
   // Rotary angles per window-ordered row: the first quarter of the head turns with
   // column + 1, the second with row + 1 (then both repeat for the other half).
   const int64_t quarter = hd / 4;
+  std::vector<float> inv_freq(static_cast<size_t>(quarter));
+  for (int64_t f = 0; f < quarter; ++f) inv_freq[size_t(f)] = 1.0f / std::pow(c.rope_theta, float(2 * f) / float(hd / 2));
   std::vector<float> cosv(size_t(N * hd / 2)), sinv(cosv.size());
   for (int64_t i = 0; i < N; ++i) {
     const int64_t patch = order[size_t(i)];
     const float pos[2] = {float(patch % gw + 1), float(patch / gw + 1)};
     for (int64_t m = 0; m < hd / 2; ++m) {
-      const int64_t f = m % quarter;
-      const float inv_freq = 1.0f / std::pow(c.rope_theta, float(2 * f) / float(hd / 2));
-      const float angle = pos[m / quarter] * inv_freq;
+      const float angle = pos[m / quarter] * inv_freq[size_t(m % quarter)];
       cosv[size_t(i * hd / 2 + m)] = std::cos(angle);
       sinv[size_t(i * hd / 2 + m)] = std::sin(angle);
     }
