@@ -12,7 +12,7 @@ SQUEEZE_APT_PACKAGES=(
   libopenblas-dev
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcpp-httplib-dev
-  libpng-dev libjpeg62-turbo-dev
+  libpng-dev libjpeg62-turbo-dev libssl-dev  # images; SHA-256 keys of the image-feature cache
   chromium  # the server's chat page is tested in headless Chromium
   libutf8proc-dev
   python3 python3-venv

@@ -9,6 +9,7 @@
 
 #include "model/session.h"
 #include "model/speculative.h"
+#include "vision/image_prompt.h"
 
 namespace squeeze::cli {
 
@@ -26,6 +27,9 @@ class PromptCache {
   // Makes the cache hold exactly `prompt` (non-empty, at most n_ctx tokens) and returns
   // the logits of its last token.
   Prefill prefill(const std::vector<int32_t>& prompt);
+  // The same for a prompt with images (vision/image_prompt.h): the prefix is compared by
+  // row keys, so an image reused is an image with the same bytes. No speculator then.
+  Prefill prefill(const vision::PromptRows& prompt);
   // A generated token that was run through the session (DecodeParams::forwarded).
   std::vector<int32_t>& ids() { return ids_; }
   void reset();
@@ -33,7 +37,13 @@ class PromptCache {
  private:
   model::Session& session_;
   model::Speculator* speculator_;
+  Prefill run(std::span<const int32_t> prompt, std::span<const float* const> embeddings, std::span<const uint64_t> keys);
+
   std::vector<int32_t> ids_;  // ids_[p] is the token at cache position p
+  // keys_[p]: the key of position p (vision/image_prompt.h) for the last prompt's rows;
+  // positions past it (generated tokens) are their ids' text keys.
+  std::vector<uint64_t> keys_;
+  std::vector<std::shared_ptr<const vision::ImageFeatures>> images_;  // the cached prompt's
 };
 
 }  // namespace squeeze::cli

@@ -26,6 +26,12 @@ chat::Json Conversation::to_json(size_t first_turn) const {
   const size_t first_user = turn_start(0);
   const auto message = [](const ChatMessage& m) {
     chat::Json j = {{"role", m.role}, {"content", m.content}};
+    if (!m.images.empty()) {
+      chat::Json parts = chat::Json::array();
+      for (const std::string& path : m.images) parts.push_back({{"type", "image"}, {"path", path}});
+      parts.push_back({{"type", "text"}, {"text", m.content}});
+      j["content"] = std::move(parts);
+    }
     if (!m.reasoning.empty()) j["reasoning_content"] = m.reasoning;
     return j;
   };
@@ -54,13 +60,36 @@ std::optional<FittedPrompt> fit_prompt(const Conversation& conversation, const E
   return std::nullopt;
 }
 
-size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt, int64_t min_truncate) {
+namespace {
+template <typename T>
+size_t reusable_prefix_of(std::span<const T> cached, std::span<const T> prompt, int64_t min_truncate) {
   const auto [a, b] = std::mismatch(cached.begin(), cached.end(), prompt.begin(), prompt.end());
   size_t keep = static_cast<size_t>(a - cached.begin());
   if (keep == prompt.size() && keep > 0) --keep;
   // 0 (a reset) is always possible; a rollback below min_truncate is not.
   if (keep < cached.size() && static_cast<int64_t>(keep) < min_truncate) keep = 0;
   return keep;
+}
+}  // namespace
+
+size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt, int64_t min_truncate) {
+  return reusable_prefix_of(cached, prompt, min_truncate);
+}
+
+size_t reusable_prefix(std::span<const uint64_t> cached, std::span<const uint64_t> prompt, int64_t min_truncate) {
+  return reusable_prefix_of(cached, prompt, min_truncate);
+}
+
+std::vector<std::string> image_paths(const chat::Json& messages) {
+  std::vector<std::string> out;
+  for (const auto& m : messages) {
+    const auto c = m.find("content");
+    if (c == m.end() || !c->is_array()) continue;
+    for (const auto& part : *c)
+      if (part.is_object() && part.value("type", "") == "image" && part.contains("path"))
+        out.push_back(part["path"].get<std::string>());
+  }
+  return out;
 }
 
 }  // namespace squeeze::cli

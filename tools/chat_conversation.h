@@ -22,6 +22,9 @@ struct ChatMessage {
   std::string role;  // "user" or "assistant"
   std::string content;
   std::string reasoning = {};  // an assistant's thinking (the template's reasoning_content), if any
+  // Image files shown before the text (a user's): the content becomes parts, each image an
+  // {"type": "image", "path": FILE} part, then the text.
+  std::vector<std::string> images = {};
 };
 
 class Conversation {
@@ -30,8 +33,8 @@ class Conversation {
   void set_system(std::string text) { system_ = std::move(text); }
   const std::string& system() const { return system_; }
 
-  void add(std::string role, std::string content, std::string reasoning = {}) {
-    messages_.push_back({std::move(role), std::move(content), std::move(reasoning)});
+  void add(std::string role, std::string content, std::string reasoning = {}, std::vector<std::string> images = {}) {
+    messages_.push_back({std::move(role), std::move(content), std::move(reasoning), std::move(images)});
   }
   void pop_back() { messages_.pop_back(); }
   // Forgets the turns; the system message stays.
@@ -71,5 +74,11 @@ std::optional<FittedPrompt> fit_prompt(const Conversation& conversation, const E
 // token must run again to give the logits of the next), and 0 when the cache cannot roll
 // back that far (a sliding-window ring; min_truncate from KvCache::min_truncate_position).
 size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt, int64_t min_truncate);
+// The same over row keys (vision/image_prompt.h), for prompts with images.
+size_t reusable_prefix(std::span<const uint64_t> cached, std::span<const uint64_t> prompt, int64_t min_truncate);
+
+// The image files of messages (as to_json gives them), in the order the template renders
+// their placeholders.
+std::vector<std::string> image_paths(const chat::Json& messages);
 
 }  // namespace squeeze::cli

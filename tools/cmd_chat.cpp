@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "generation.h"
+#include "image_inputs.h"
 #include "speculation.h"
 #include "gguf/atomic_file.h"
 #include "gguf/file_identity.h"
@@ -84,8 +85,8 @@ void note(const std::string& text) { std::fprintf(stderr, "%s\n", text.c_str());
 const char* kCommandHelp =
     "commands: /reset (forget the conversation; the system message stays), /system TEXT (set the\n"
     "system message, from the next turn; /system alone removes it), /save FILE (the conversation\n"
-    "as a JSON list of messages), /help, /exit. Ctrl-C stops an answer; at the prompt it exits,\n"
-    "as does Ctrl-D.";
+    "as a JSON list of messages), /image FILE (with --mmproj: a PNG or JPEG shown with the next\n"
+    "message), /help, /exit. Ctrl-C stops an answer; at the prompt it exits, as does Ctrl-D.";
 
 int run_chat(int argc, char** argv) {
   Args args("chat", "chat -m MODEL.gguf [--system TEXT] [options]",
@@ -107,6 +108,7 @@ int run_chat(int argc, char** argv) {
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .flag({"--ignore-eos"}, "answers end only at -n or Ctrl-C, not at EOS / end-of-turn (tests, benchmarks)");
+  add_image_options(args);
   add_sampling_options(args);
   add_speculation_options(args);
   add_reasoning_options(args);
@@ -114,7 +116,9 @@ int run_chat(int argc, char** argv) {
   const std::string path = args.get("--model");
   SQZ_CHECK(!path.empty(), "missing -m MODEL.gguf");
   if (!args.positional().empty()) squeeze::fail("unexpected argument '", args.positional()[0], "'");
-  const squeeze::gguf::DeclaredInputs inputs({path});  // /save never replaces the model
+  std::vector<std::string> input_files{path};
+  if (args.has("--mmproj")) input_files.push_back(args.get("--mmproj"));
+  const squeeze::gguf::DeclaredInputs inputs(input_files);  // /save never replaces the model or projector
 
   // SIGINT must reach the main thread (it interrupts the read at the prompt and is
   // checked between tokens): block it while the worker threads are created, which
@@ -132,6 +136,8 @@ int run_chat(int argc, char** argv) {
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
                                            .kv_type = kv_type});
   const Speculation speculation = make_speculation(args, *model, session);
+  const auto image_inputs = ImageInputs::from_args(args, *model);
+  SQZ_CHECK(!image_inputs || !speculation.speculator, "images with speculative decoding are not supported yet");
   PromptCache cache(session, speculation.speculator.get());
   const auto& tok = model->tokenizer();
   squeeze::text::Sampler sampler(sampler_params(args));
@@ -139,9 +145,18 @@ int run_chat(int argc, char** argv) {
   const int64_t n_ctx = session.n_ctx();
   const int64_t budget = n_ctx - std::min(n_predict, n_ctx / 4);  // prompt tokens at most
   const ReasoningSettings reasoning = reasoning_settings(args, *model);
-  const EncodeFn encode = [&format, &reasoning](const squeeze::chat::Json& m) {
-    return format.tokenize(format.render(m, true, nullptr, reasoning.template_variables()));
+  // With images, each rendering is widened to the images' tokens (so the context budget
+  // counts them) and kept: the rendering fit_prompt accepts is its last one.
+  squeeze::vision::PromptRows rows;
+  const EncodeFn encode = [&](const squeeze::chat::Json& m) {
+    std::vector<int32_t> ids = format.tokenize(format.render(m, true, nullptr, reasoning.template_variables()));
+    if (!image_inputs) return ids;
+    std::vector<std::shared_ptr<const squeeze::vision::ImageFeatures>> images;
+    for (const std::string& f : image_paths(m)) images.push_back(image_inputs->file(f));
+    rows = image_inputs->expand(ids, images);
+    return rows.ids;
   };
+  std::vector<std::string> pending_images;  // /image files for the next message
   // Muse Glimmer framing: <|eom|> ends a message of the turn (the thinking), not the turn.
   std::vector<int32_t> stop_ids = format.stop_ids();
   if (reasoning.muse)
@@ -199,13 +214,29 @@ int run_chat(int argc, char** argv) {
         } catch (const std::exception& e) {
           note(std::string("[save failed: ") + e.what() + "]");
         }
+      } else if (cmd == "/image") {
+        if (!image_inputs) {
+          note("[/image needs --mmproj PROJECTOR.gguf]");
+        } else if (rest.empty()) {
+          note("[usage: /image FILE]");
+        } else {
+          try {  // encoded now: a bad image is refused before the message is written
+            const int64_t hits = image_inputs->cache().hits();
+            const auto f = image_inputs->file(rest);
+            pending_images.push_back(rest);
+            note("[" + describe_image(rest, *f, image_inputs->cache().hits() > hits) + "; shown with the next message]");
+          } catch (const std::exception& e) {
+            note(std::string("[image refused: ") + e.what() + "]");
+          }
+        }
       } else {
         note("[unknown command " + cmd + "; /help lists them]");
       }
       continue;
     }
 
-    conversation.add("user", line);
+    conversation.add("user", line, {}, pending_images);
+    pending_images.clear();
     auto fitted = fit_prompt(conversation, encode, budget);
     if (!fitted) {
       conversation.pop_back();
@@ -220,7 +251,7 @@ int run_chat(int argc, char** argv) {
     }
 
     const auto t0 = Clock::now();
-    const auto prefill = cache.prefill(fitted->ids);
+    const auto prefill = image_inputs ? cache.prefill(rows) : cache.prefill(fitted->ids);
     const double prompt_s = seconds_since(t0);
     for (size_t i = prefill.reused; i < fitted->ids.size(); ++i) sampler.accept(fitted->ids[i]);
 

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "generation.h"
+#include "image_inputs.h"
 #include "gguf/file_identity.h"
 #include "model/model.h"
 #include "model/session.h"
@@ -67,7 +68,10 @@ int run_generate(int argc, char** argv) {
       .option({"--stop"}, "TEXT", "stop when this text is generated")
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .option({"--dump"}, "DIR", "write every intermediate of the prompt's forward pass and its logits as .npy")
-      .flag({"--ignore-eos"}, "keep generating past end-of-sequence (and end-of-turn)");
+      .flag({"--ignore-eos"}, "keep generating past end-of-sequence (and end-of-turn)")
+      .option({"--image"}, "FILE", "a PNG or JPEG image before the prompt's text (repeatable; needs --mmproj). With\n"
+                                   "--tokens, each <|patch|> id of the prompt stands for the next image");
+  add_image_options(args);
   add_sampling_options(args);
   add_speculation_options(args);
   add_reasoning_options(args);
@@ -80,7 +84,12 @@ int run_generate(int argc, char** argv) {
   SQZ_CHECK(chat || !args.has("--system"), "--system needs --chat");
   SQZ_CHECK(chat || (!args.has("--reasoning-effort") && !args.has("--thinking-budget")),
             "--reasoning-effort and --thinking-budget need --chat");
-  const squeeze::gguf::DeclaredInputs inputs({path});  // --dump files never replace it
+  const std::vector<std::string> image_files = args.get_all("--image");
+  SQZ_CHECK(image_files.empty() || args.has("--mmproj"), "--image needs --mmproj PROJECTOR.gguf");
+  std::vector<std::string> input_files{path};
+  if (args.has("--mmproj")) input_files.push_back(args.get("--mmproj"));
+  input_files.insert(input_files.end(), image_files.begin(), image_files.end());
+  const squeeze::gguf::DeclaredInputs inputs(input_files);  // --dump files never replace them
   squeeze::set_default_thread_count(args.get_int32("--threads"));
 
   const auto model = squeeze::model::Model::load(path);
@@ -89,6 +98,14 @@ int run_generate(int argc, char** argv) {
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
                                            .kv_type = kv_type});
   const Speculation speculation = make_speculation(args, *model, session);
+  const auto image_inputs = ImageInputs::from_args(args, *model);
+  SQZ_CHECK(!image_inputs || !speculation.speculator, "images with speculative decoding are not supported yet");
+  std::vector<std::shared_ptr<const squeeze::vision::ImageFeatures>> images;
+  for (const std::string& f : image_files) {
+    const int64_t hits = image_inputs->cache().hits();
+    images.push_back(image_inputs->file(f));
+    std::fprintf(stderr, "%s\n", describe_image(f, *images.back(), image_inputs->cache().hits() > hits).c_str());
+  }
   SQZ_CHECK(!speculation.speculator || !args.has("--dump"), "--dump runs without speculative decoding");
   const auto& tok = model->tokenizer();
   std::optional<squeeze::serve::ChatFormat> format;
@@ -99,15 +116,24 @@ int run_generate(int argc, char** argv) {
     reasoning = reasoning_settings(args, *model);
     Conversation conversation;
     if (args.has("--system")) conversation.set_system(args.get("--system"));
-    conversation.add("user", args.get("--prompt"));
+    conversation.add("user", args.get("--prompt"), {}, image_files);
     prompt = format->tokenize(format->render(conversation.to_json(), /*add_generation_prompt=*/true, nullptr,
                                              reasoning.template_variables()));
   } else if (args.has("--tokens")) {
     prompt = parse_token_ids(args.get("--tokens"), model->config().n_vocab);
   } else {
     prompt = tok.encode(args.get("--prompt"));
+    if (image_inputs) {  // the images first, after a BOS the tokenizer adds
+      const auto at = prompt.begin() + (!prompt.empty() && prompt.front() == tok.bos_id() ? 1 : 0);
+      prompt.insert(at, images.size(), image_inputs->tokens().patch);
+    }
   }
   SQZ_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
+  squeeze::vision::PromptRows rows;
+  if (image_inputs) {
+    rows = image_inputs->expand(prompt, images);
+    prompt = rows.ids;
+  }
   const int64_t n_predict = args.get_int("--n-predict");
   if (static_cast<int64_t>(prompt.size()) > session.n_ctx())
     squeeze::fail("the prompt has ", prompt.size(), " tokens, which does not fit the context of ", session.n_ctx());
@@ -145,7 +171,7 @@ int run_generate(int argc, char** argv) {
 
   const auto t0 = Clock::now();
   auto logits = speculation.speculator ? speculation.speculator->prefill(prompt)
-                                       : session.forward(prompt, /*all_logits=*/args.has("--dump"));
+                                       : session.forward(prompt, rows.embeddings, /*all_logits=*/args.has("--dump"));
   const double prompt_s = seconds_since(t0);
   session.set_dump(nullptr);
   if (args.has("--dump")) {

@@ -13,6 +13,7 @@
 #include "model/config.h"
 #include "model/model.h"
 #include "model/random_model.h"
+#include "vision/encoder.h"
 
 namespace {
 
@@ -28,9 +29,23 @@ int run_make_model(int argc, char** argv) {
                                          "shape: its width and heads, default taps; --draft-layers, --draft-block, --draft-window)")
       .int_option({"--draft-layers"}, "N", "drafter layers", {1, 64}, "5")
       .int_option({"--draft-block"}, "B", "drafter block size", {2, 64}, "16")
-      .int_option({"--draft-window"}, "N", "drafter sliding window (0: none)", {0, 1 << 20}, "0");
+      .int_option({"--draft-window"}, "N", "drafter sliding window (0: none)", {0, 1 << 20}, "0")
+      .option({"--mmproj-for"}, "MODEL", "write a random Muse Glimmer vision projector (GGUF, f32) for this model instead:\n"
+                                        "the small tower (4 blocks of width 64) projecting into the model's width");
   squeeze::cli::add_config_options(args, "glimmer-tiny");
   if (!args.parse(argc, argv)) return 0;
+  if (args.has("--mmproj-for")) {
+    const std::string out = args.get("--output");
+    SQZ_CHECK(!out.empty(), "missing -o OUT.gguf");
+    const squeeze::gguf::DeclaredInputs inputs({args.get("--mmproj-for")});
+    const auto target = squeeze::model::Model::load(args.get("--mmproj-for"));
+    const auto c = squeeze::vision::small_encoder_config(target->config().n_embd);
+    const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed"));
+    squeeze::vision::VisionEncoder::random(c, seed).save(out, "small vision tower (random weights, seed " + std::to_string(seed) + ")");
+    std::printf("wrote %s: muse-glimmer projector, %lld blocks of width %lld, into width %lld\n", out.c_str(),
+                static_cast<long long>(c.layers), static_cast<long long>(c.width), static_cast<long long>(c.text_width));
+    return 0;
+  }
   if (args.has("--drafter-for")) {
     const auto type = squeeze::gguf::ggml_type_from_name(args.get("--type"));
     SQZ_CHECK(type.has_value(), "unknown --type '", args.get("--type"), "'");

@@ -7,6 +7,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/attention.h"
 #include "serve/http_server.h"
+#include "image_inputs.h"
 #include "speculation.h"
 
 namespace {
@@ -36,6 +37,7 @@ int run_serve(int argc, char** argv) {
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .threads_option();
   add_speculation_options(args);
+  add_image_options(args);
   if (!args.parse(argc, argv)) return 0;
   squeeze::serve::ServerParams p;
   p.model_path = args.get("--model");
@@ -64,6 +66,11 @@ int run_serve(int argc, char** argv) {
   p.lookup = args.has("--lookup");
   p.draft_block = args.get_int("--draft-block");
   p.draft_fixed = args.has("--draft-fixed");
+  p.mmproj_path = args.get("--mmproj");
+  SQZ_CHECK(args.has("--mmproj") || (!args.has("--max-image-tokens") && !args.has("--resample")),
+            "--max-image-tokens and --resample need --mmproj");
+  p.max_image_tokens = args.get_int32("--max-image-tokens");
+  p.resample = args.get("--resample");
   squeeze::set_default_thread_count(args.get_int32("--threads"));
   return squeeze::serve::run_server(p);
 }

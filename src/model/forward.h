@@ -28,6 +28,10 @@ struct SequenceChunk {
   const int32_t* tokens = nullptr;
   int64_t n = 0;                  // 1 ≤ n ≤ cache->max_chunk()
   bool all_logits = false;        // logits of every token of the chunk, else of its last
+  // Per token, null or n_embd floats that enter the first layer instead of the token's
+  // embedding (an image token's features from the vision encoder), taken as they are:
+  // no embedding scale or norm. Null: every row is its token's embedding.
+  const float* const* embeddings = nullptr;
 };
 
 // Wall time of forward steps by kind of work (squeeze bench --profile): two clock reads

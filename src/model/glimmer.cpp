@@ -151,7 +151,8 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
 
   const bool pre_norm = c.norm_placement != NormPlacement::post, post_norm = c.norm_placement != NormPlacement::pre;
 
-  // embed: x[n, E]
+  // embed: x[n, E]. Rows given as embeddings (image features) skip the scale and the norm,
+  // as the reference scatters them over the already normalised token embeddings.
   for (size_t s = 0; s < chunks.size(); ++s)
     for (int64_t i = 0; i < chunks[s].n; ++i) dequantize_row(w.token_embd, chunks[s].tokens[i], x + (row0[s] + i) * E);
   dump("token_embd", x, n, E);
@@ -163,6 +164,10 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
     for (int64_t i = 0; i < n; ++i) ops().rmsnorm(x + i * E, nullptr, x + i * E, E, c.rms_eps);
     dump("embd_norm", x, n, E);
   }
+  for (size_t s = 0; s < chunks.size(); ++s)
+    if (const float* const* given = chunks[s].embeddings)
+      for (int64_t i = 0; i < chunks[s].n; ++i)
+        if (given[i]) std::copy_n(given[i], E, x + (row0[s] + i) * E);
   mark(StepOp::embed);
   const float post_eps = c.effective_post_norm_eps();
 

@@ -250,4 +250,73 @@ KvMemory KvCache::memory() const {
   return m;
 }
 
+size_t KvRingSnapshot::bytes() const {
+  size_t total = 0;
+  for (const auto& r : rows) total += r.size();
+  return total;
+}
+
+namespace {
+// The positions a query at `pos` reads from a local layer of window w: [pos − w + 1, pos).
+int64_t window_start(int64_t window, int64_t pos) { return std::max<int64_t>(0, pos - window + 1); }
+}  // namespace
+
+KvRingSnapshot KvCache::snapshot_rings() const {
+  KvRingSnapshot snap;
+  snap.position = size();
+  snap.rows.resize(layers_.size());
+  for (int64_t i = 0; i < n_layers(); ++i) {
+    const Layer& l = layers_[static_cast<size_t>(i)];
+    if (l.window == 0) continue;
+    SQZ_CHECK(l.end == snap.position, "KV cache: ring snapshot while layer ", i, " is mid-step");
+    const int64_t first = window_start(l.window, snap.position);
+    SQZ_CHECK(l.begin <= first, "KV cache: layer ", i, " no longer holds the window before ", snap.position);
+    const KvLayerView v = view(i);
+    const size_t row = v.row_bytes();
+    auto& out = snap.rows[static_cast<size_t>(i)];
+    out.resize(static_cast<size_t>(snap.position - first) * static_cast<size_t>(config_.n_kv_heads) * 2 * row);
+    std::byte* dst = out.data();
+    for (int64_t p = first; p < snap.position; ++p)
+      for (int64_t h = 0; h < config_.n_kv_heads; ++h) {
+        const KvLayerView::Run run = v.run(h, p, 1);
+        dst = std::copy_n(run.k, row, dst);
+        dst = std::copy_n(run.v, row, dst);
+      }
+  }
+  return snap;
+}
+
+void KvCache::restore_rings(const KvRingSnapshot& snap) {
+  const int64_t pos = snap.position;
+  SQZ_CHECK(pos >= 0 && pos <= size(), "KV cache: a ring snapshot at ", pos, " cannot be restored into ", size(),
+            " positions");
+  SQZ_CHECK(snap.rows.size() == layers_.size(), "KV cache: a ring snapshot of ", snap.rows.size(),
+            " layers for a cache of ", layers_.size());
+  for (int64_t i = 0; i < n_layers(); ++i) {
+    const Layer& l = layers_[static_cast<size_t>(i)];
+    const size_t want = l.window == 0 ? 0
+                                      : static_cast<size_t>(pos - window_start(l.window, pos)) *
+                                            static_cast<size_t>(config_.n_kv_heads) * 2 * view(i).row_bytes();
+    SQZ_CHECK(snap.rows[static_cast<size_t>(i)].size() == want, "KV cache: a ring snapshot whose layer ", i,
+              " does not match this cache");
+  }
+  truncate_unchecked(pos, false);
+  for (int64_t i = 0; i < n_layers(); ++i) {
+    Layer& l = layers_[static_cast<size_t>(i)];
+    if (l.window == 0) continue;
+    const int64_t first = window_start(l.window, pos);
+    l.begin = first;  // the slots of [first, pos) are rewritten below; the ring holds them all
+    const KvLayerView v = view(i);
+    const size_t row = v.row_bytes();
+    const std::byte* src = snap.rows[static_cast<size_t>(i)].data();
+    for (int64_t p = first; p < pos; ++p)
+      for (int64_t h = 0; h < config_.n_kv_heads; ++h) {
+        const KvLayerView::Run run = v.run(h, p, 1);
+        std::copy_n(src, row, const_cast<std::byte*>(run.k));  // the cache owns this storage
+        std::copy_n(src + row, row, const_cast<std::byte*>(run.v));
+        src += 2 * row;
+      }
+  }
+}
+
 }  // namespace squeeze::model

@@ -74,6 +74,16 @@ struct KvMemory {
   int64_t positions = 0;      // the sequence length (size())
 };
 
+// What the local layers' rings hold of the window before one position: enough to come
+// back to that position (KvCache::restore_rings) after the rings have moved past it, while
+// the global layers, which keep every position, are simply truncated. A context edit at a
+// position with a snapshot then recomputes from the edit, not from 0.
+struct KvRingSnapshot {
+  int64_t position = -1;                   // -1: empty
+  std::vector<std::vector<std::byte>> rows;  // per layer (empty for global ones): per position, per head, K then V
+  size_t bytes() const;
+};
+
 class KvCache {
  public:
   explicit KvCache(KvCacheConfig config);
@@ -101,6 +111,14 @@ class KvCache {
   // a layer's end or a local layer's ring no longer holds the window before pos.
   void truncate(int64_t pos);
   void clear() { truncate_unchecked(0, true); }
+
+  // The rings' window before size() (see KvRingSnapshot).
+  KvRingSnapshot snapshot_rings() const;
+  // Truncates to snap.position and writes the snapshot's window back into the rings: the
+  // state truncate(snap.position) would give had it been called while the rings still held
+  // it. Throws, changing nothing, when snap.position > size() or the snapshot is not of this
+  // cache's shape.
+  void restore_rings(const KvRingSnapshot& snap);
 
   // Removes positions [p0, p1) from every layer (a context edit); positions >= p1 become
   // p0, p0 + 1, … and their K rows are passed through `shift` when given (for f16 / bf16 storage

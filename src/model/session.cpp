@@ -40,8 +40,15 @@ void Session::set_taps(std::vector<int64_t> layers) {
 }
 
 std::span<const float> Session::forward(std::span<const int32_t> tokens, bool all_logits) {
+  return forward(tokens, {}, all_logits);
+}
+
+std::span<const float> Session::forward(std::span<const int32_t> tokens, std::span<const float* const> embeddings,
+                                        bool all_logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   SQZ_CHECK(n > 0, "forward() needs at least one token");
+  SQZ_CHECK(embeddings.empty() || embeddings.size() == tokens.size(), "forward(): ", embeddings.size(),
+            " embedding rows for ", n, " tokens");
   if (position() + n > n_ctx_)
     fail("the sequence would reach ", position() + n, " tokens, past the context length ", n_ctx_);
   const int64_t V = cfg_.n_vocab;
@@ -54,7 +61,8 @@ std::span<const float> Session::forward(std::span<const int32_t> tokens, bool al
   for (int64_t done = 0; done < n;) {
     const int64_t m = std::min(chunk_, n - done);
     const bool last = done + m == n;
-    const SequenceChunk chunk{.cache = &cache_, .tokens = tokens.data() + done, .n = m, .all_logits = all_logits};
+    const SequenceChunk chunk{.cache = &cache_, .tokens = tokens.data() + done, .n = m, .all_logits = all_logits,
+                              .embeddings = embeddings.empty() ? nullptr : embeddings.data() + done};
     const bool tapping = !tap_layers_.empty();
     forward_step(model_, pool_, scratch_, {&chunk, 1}, logits_.data(),
                  {.batch_invariant = batch_invariant_, .dump = &dump_, .profile = profile_,

@@ -37,11 +37,19 @@ class Session {
   // Runs `tokens` at positions [position(), position() + n). Returns the logits of the
   // last token ([n_vocab]), or of every token ([n, n_vocab]) when all_logits.
   std::span<const float> forward(std::span<const int32_t> tokens, bool all_logits = false);
+  // As above, with per-token embeddings (SequenceChunk::embeddings; empty: none): a row
+  // whose pointer is set enters the model as those n_embd floats instead of its token.
+  std::span<const float> forward(std::span<const int32_t> tokens, std::span<const float* const> embeddings,
+                                 bool all_logits = false);
 
   int64_t position() const { return cache_.size(); }
   int64_t n_ctx() const { return n_ctx_; }
   void truncate(int64_t pos) { cache_.truncate(pos); }
   void reset() { cache_.clear(); }
+  // Ring snapshots (KvRingSnapshot): come back to an earlier position after the local
+  // layers' rings have moved past it.
+  KvRingSnapshot snapshot_rings() const { return cache_.snapshot_rings(); }
+  void restore_rings(const KvRingSnapshot& snap) { cache_.restore_rings(snap); }
   KvMemory kv_memory() const { return cache_.memory(); }
   const KvCache& cache() const { return cache_; }
   // Batch-invariant products (SessionParams::batch_invariant) for the following steps.

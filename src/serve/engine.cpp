@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/session.h"
 #include "text/stop.h"
+#include "vision/image_prompt.h"
 
 namespace squeeze::serve {
 
@@ -48,6 +49,10 @@ struct Engine::Slot {
   explicit Slot(model::KvCacheConfig config) : cache(std::move(config)) {}
   model::KvCache cache;
   std::vector<int32_t> ids;  // ids[p]: the token at cache position p
+  // prompt_keys[p]: the key (vision/image_prompt.h) of position p of the last prompt; the
+  // positions past it hold generated tokens, keyed by their ids.
+  std::vector<uint64_t> prompt_keys;
+  uint64_t key_at(size_t p) const { return p < prompt_keys.size() ? prompt_keys[p] : vision::text_key(ids[p]); }
   std::optional<Job> job;
   std::optional<text::Sampler> sampler;
   std::optional<text::StopChecker> checker;
@@ -144,6 +149,11 @@ EngineStats Engine::stats() const {
 
 void Engine::assign(Job job) {
   const auto& prompt = job.req.prompt;
+  if (job.req.keys.empty()) {
+    job.req.keys.resize(prompt.size());
+    std::transform(prompt.begin(), prompt.end(), job.req.keys.begin(), vision::text_key);
+  }
+  const auto& keys = job.req.keys;
   Slot* best = nullptr;
   int64_t best_reuse = -1;
   for (auto& sp : slots_) {
@@ -151,7 +161,7 @@ void Engine::assign(Job job) {
     if (s.busy()) continue;
     const size_t n = std::min(s.ids.size(), prompt.size() - 1);
     size_t common = 0;
-    while (common < n && s.ids[common] == prompt[common]) ++common;
+    while (common < n && s.key_at(common) == keys[common]) ++common;
     int64_t reuse = static_cast<int64_t>(common) / chunk_ * chunk_;
     if (reuse > 0 && reuse < s.cache.min_truncate_position()) reuse = 0;  // the rings no longer hold it
     if (reuse > best_reuse || (reuse == best_reuse && s.last_used < best->last_used)) best = &s, best_reuse = reuse;
@@ -164,6 +174,7 @@ void Engine::assign(Job job) {
   }
   if (s.source) s.source->truncate(best_reuse);  // a trimmed DFlash context restarts there
   s.ids.resize(static_cast<size_t>(best_reuse));
+  s.prompt_keys = keys;
   s.prefill_pos = best_reuse;
   s.cached = best_reuse;
   s.pending = -1;
@@ -431,7 +442,9 @@ void Engine::loop() {
       const int64_t n = std::min(end, (s->prefill_pos / chunk_ + 1) * chunk_) - s->prefill_pos;
       if (n > budget) break;
       budget -= n;
-      chunks.push_back({.cache = &s->cache, .tokens = s->job->req.prompt.data() + s->prefill_pos, .n = n});
+      const auto& embeddings = s->job->req.embeddings;
+      chunks.push_back({.cache = &s->cache, .tokens = s->job->req.prompt.data() + s->prefill_pos, .n = n,
+                        .embeddings = embeddings.empty() ? nullptr : embeddings.data() + s->prefill_pos});
       who.push_back(s);
     }
     if (chunks.empty()) {

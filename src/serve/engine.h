@@ -40,6 +40,7 @@
 #include "model/model.h"
 #include "serve/thinking_budget.h"
 #include "text/sampler.h"
+#include "vision/image_features.h"
 
 namespace squeeze::serve {
 
@@ -93,6 +94,12 @@ struct GenerationRequest {
   // Thinking tokens allowed in the turn (serve/thinking_budget.h; the prompt ends with
   // `<|start|>assistant`); -1: no budget.
   int64_t thinking_budget = -1;
+  // A prompt with images (vision/image_prompt.h): per prompt token, null or the image row
+  // it enters as (empty: no images); the rows' keys, which prefix reuse compares (empty:
+  // the ids); the features the rows point into.
+  std::vector<const float*> embeddings;
+  std::vector<uint64_t> keys;
+  std::vector<std::shared_ptr<const vision::ImageFeatures>> images;
 };
 
 struct EngineParams {

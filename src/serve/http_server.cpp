@@ -21,6 +21,7 @@
 #include "serve/chat_page.h"
 #include "serve/engine.h"
 #include "serve/openai_api.h"
+#include "vision/encoder.h"
 
 namespace squeeze::serve {
 
@@ -54,6 +55,9 @@ struct Loaded {
   std::unique_ptr<model::Drafter> drafter;  // before the engine, which uses it
   std::optional<ChatFormat> chat;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<vision::VisionEncoder> encoder;  // with --mmproj
+  std::unique_ptr<vision::FeatureCache> images;
+  std::unique_ptr<ThreadPool> image_pool;
   ApiContext ctx;
 };
 
@@ -163,6 +167,7 @@ Json Server::models_json() const {
       caps.push_back("tools");
       caps.push_back("reasoning");
     }
+    if (l->ctx.images) caps.push_back("multimodal");
     entry["capabilities"] = caps;
     entry["meta"] = {{"architecture", c.arch},
                      {"n_vocab", c.n_vocab},
@@ -341,6 +346,21 @@ void Server::load() {
   l->ctx.muse_glimmer_output = c.arch == "muse-glimmer" && l->model->tokenizer().find_token("<|message|>").has_value();
   l->ctx.default_reasoning_effort = p_.reasoning_effort;
   l->ctx.reasoning_budgets = reasoning_budgets_from_metadata(l->model->file().metadata());
+  if (!p_.mmproj_path.empty()) {
+    l->ctx.image_tokens = vision::ImageTokenIds::of(l->model->tokenizer());
+    l->encoder = std::make_unique<vision::VisionEncoder>(vision::VisionEncoder::load(p_.mmproj_path));
+    SQZ_CHECK(l->encoder->config().text_width == c.n_embd, p_.mmproj_path, ": the projector's output width is ",
+              l->encoder->config().text_width, ", the model's is ", c.n_embd, " (not this model's projector)");
+    vision::PreprocessOptions opt;
+    opt.patch_size = int(l->encoder->config().patch);
+    opt.merge_size = int(l->encoder->config().merge);
+    opt.max_image_tokens = p_.max_image_tokens;
+    opt.resample = vision::parse_resample(p_.resample);
+    l->images = std::make_unique<vision::FeatureCache>(*l->encoder, opt);
+    l->image_pool = std::make_unique<ThreadPool>();
+    l->ctx.images = l->images.get();
+    l->ctx.image_pool = l->image_pool.get();
+  }
   loaded_holder_ = std::move(l);
   loaded_ = loaded_holder_.get();
 }

@@ -35,6 +35,9 @@ struct ServerParams {
   bool lookup = false;            // prompt-lookup speculative decoding
   int64_t draft_block = 0;        // tokens per verification, the anchor included; 0: the source's
   bool draft_fixed = false;       // always draft the whole block
+  std::string mmproj_path;        // a vision projector: chat messages may carry images
+  int max_image_tokens = 1024;    // image tokens per image at most
+  std::string resample = "lanczos";
 };
 
 // Binds, loads the model, serves until SIGTERM / SIGINT (then drains: running requests

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "serve/data_url.h"
 
 namespace squeeze::serve {
 
@@ -121,11 +122,42 @@ void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) 
   r.gen.max_tokens = asked > 0 ? asked : ctx.max_tokens_limit;
 }
 
-std::string content_text(const Json& content, const std::string& where) {
-  if (content.is_null()) return {};
+using ImageList = std::vector<std::shared_ptr<const vision::ImageFeatures>>;
+
+// An image part's data: URL → its features (into *images when given).
+void take_image(const Json& part, const std::string& type, const std::string& where, const ApiContext& ctx,
+                ImageList* images) {
+  if (!ctx.images)
+    throw bad(where, where + ": this server takes no images (start it with --mmproj PROJECTOR.gguf)");
+  // Chat Completions: {"type": "image_url", "image_url": {"url": ...}}; also the url as a string,
+  // and the Responses API's {"type": "input_image", "image_url": "..."}.
+  const Json* url = nullptr;
+  if (part.contains("image_url")) {
+    const Json& u = part["image_url"];
+    url = u.is_object() && u.contains("url") ? &u["url"] : &u;
+  }
+  if (url == nullptr || !url->is_string())
+    throw bad(where, where + ": an " + type + " part needs image_url.url (a data: URL)");
+  std::string why;
+  const auto data = parse_data_url(url->get<std::string>(), &why);
+  if (!data) throw bad(where, where + ": " + why);
+  if (!images) return;
+  try {
+    images->push_back(ctx.images->get(data->bytes, where + " image", ctx.image_pool));
+  } catch (const Error& e) {
+    throw bad(where, e.what());
+  }
+}
+
+// A message's content as the template reads it: a string, or (with images) parts of
+// {"type": "text", "text"} and {"type": "image"} in their order.
+Json template_content(const Json& content, const std::string& where, const ApiContext& ctx, ImageList* images) {
+  if (content.is_null()) return std::string();
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) throw bad(where, where + ": content must be a string or a list of parts");
   std::string text;
+  Json parts = Json::array();
+  bool has_image = false;
   for (const Json& part : content) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
       throw bad(where, where + ": each content part needs a 'type'");
@@ -133,18 +165,21 @@ std::string content_text(const Json& content, const std::string& where) {
     if (type == "text") {
       if (!part.contains("text") || !part["text"].is_string()) throw bad(where, where + ": a text part needs 'text'");
       text += part["text"].get<std::string>();
+      parts.push_back({{"type", "text"}, {"text", part["text"]}});
     } else if (type == "image_url" || type == "input_image" || type == "image") {
-      throw bad(where, where + ": image inputs are not supported yet (this server has no vision encoder)");
+      take_image(part, type, where, ctx, images);
+      parts.push_back({{"type", "image"}});
+      has_image = true;
     } else {
       throw bad(where, where + ": content parts of type '" + type + "' are not supported");
     }
   }
-  return text;
+  return has_image ? parts : Json(text);
 }
 
 // OpenAI messages → what the template reads: content flattened to text, tool-call
 // arguments (JSON strings on the wire) decoded to objects, reasoning_content kept.
-Json template_messages(const Json& body) {
+Json template_messages(const Json& body, const ApiContext& ctx, ImageList* images) {
   if (!body.contains("messages")) throw bad("messages", "'messages' is required");
   const Json& in = body["messages"];
   if (!in.is_array() || in.empty()) throw bad("messages", "'messages' must be a non-empty list");
@@ -157,7 +192,7 @@ Json template_messages(const Json& body) {
     if (role == "developer") role = "system";
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       throw bad(where, where + ": unknown role '" + role + "'");
-    Json t = {{"role", role}, {"content", content_text(m.contains("content") ? m["content"] : Json(), where)}};
+    Json t = {{"role", role}, {"content", template_content(m.contains("content") ? m["content"] : Json(), where, ctx, images)}};
     if (role == "assistant") {
       if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) t["reasoning_content"] = m["reasoning_content"];
       if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
@@ -234,9 +269,9 @@ std::string reasoning_level(const Json& body, const ApiContext& ctx) {
   return *level;
 }
 
-std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* has_tools) {
+std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* has_tools, ImageList* images) {
   if (!ctx.chat) throw ApiError(400, "this model has no chat template (tokenizer.chat_template); use /v1/completions");
-  const Json messages = template_messages(body);
+  const Json messages = template_messages(body, ctx, images);
   Json tools = nullptr;
   std::string choice = "auto";
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
@@ -276,8 +311,21 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
   PreparedRequest r;
   r.endpoint = Endpoint::chat;
   bool has_tools = false;
-  r.prompt_text = render_chat_prompt(body, ctx, &has_tools);
+  ImageList images;
+  r.prompt_text = render_chat_prompt(body, ctx, &has_tools, &images);
   r.gen.prompt = ctx.chat->tokenize(r.prompt_text);
+  if (ctx.images) {
+    vision::PromptRows rows;
+    try {
+      rows = vision::expand_images(r.gen.prompt, images, ctx.image_tokens, ctx.model->config().n_embd);
+    } catch (const Error& e) {  // e.g. a text part spelling <|patch|>
+      throw bad("messages", e.what());
+    }
+    r.gen.prompt = std::move(rows.ids);
+    r.gen.embeddings = std::move(rows.embeddings);
+    r.gen.keys = std::move(rows.keys);
+    r.gen.images = std::move(rows.images);
+  }
   if (body.contains("response_format") && !body["response_format"].is_null()) {
     const Json& f = body["response_format"];
     if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) throw bad("response_format", "'response_format' needs a 'type'");

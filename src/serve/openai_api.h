@@ -4,9 +4,10 @@
 // text_completion objects and their streaming chunks.
 //
 // Field rules (docs/server.md lists them all): unknown fields are ignored, as llama-server
-// and most OpenAI-compatible servers do; `n` other than 1, image inputs, `tool_choice`
+// and most OpenAI-compatible servers do; `n` other than 1, `tool_choice`
 // other than "auto" / "none", and `response_format` other than "text" are refused with a
-// 400 naming the field.
+// 400 naming the field. Images (`image_url` parts with base64 data: URLs) are taken when
+// the server has a vision projector, and refused with a 400 otherwise.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,8 @@
 #include "model/model.h"
 #include "serve/chat_format.h"
 #include "serve/engine.h"
+#include "vision/image_features.h"
+#include "vision/image_prompt.h"
 
 namespace squeeze::serve {
 
@@ -46,6 +49,11 @@ struct ApiContext {
   bool muse_glimmer_output = false;   // parse the output as Muse Glimmer's framing
   std::string default_reasoning_effort = "high";
   ReasoningBudgets reasoning_budgets;  // thinking tokens per level (the model's squeeze.reasoning.*)
+  // Images: the projector's feature cache (null: the server takes no images), the model's
+  // image tokens, and the threads that encode (the request's thread waits for them).
+  vision::FeatureCache* images = nullptr;
+  vision::ImageTokenIds image_tokens;
+  ThreadPool* image_pool = nullptr;
 };
 
 enum class Endpoint { chat, completion };
@@ -65,7 +73,10 @@ PreparedRequest prepare_completion(const chat::Json& body, const ApiContext& ctx
 
 // The rendering of a chat request's messages (+ tools, reasoning effort) as the template
 // gives it, for /apply-template and prepare_chat.
-std::string render_chat_prompt(const chat::Json& body, const ApiContext& ctx, bool* has_tools = nullptr);
+// Image parts render as the template's placeholder; their features are appended to
+// `images` when given (decoded and encoded, or found in the cache), else not computed.
+std::string render_chat_prompt(const chat::Json& body, const ApiContext& ctx, bool* has_tools = nullptr,
+                               std::vector<std::shared_ptr<const vision::ImageFeatures>>* images = nullptr);
 
 // Collects a request's updates into the final object, or into streaming chunks.
 class ResponseBuilder {

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/reader.h"
+#include "gguf/writer.h"
 #include "kernels/cpu/blas.h"
 #include "quant/quantize.h"
 
@@ -271,6 +272,15 @@ VisionEncoder VisionEncoder::load(const std::string& path) {
 }
 
 
+EncoderConfig small_encoder_config(int64_t text_width) {
+  EncoderConfig c;
+  c.layers = 4, c.width = 64, c.mlp = 192, c.heads = 4;
+  c.patch = 14, c.pos_grid = 16, c.merge = 2, c.window = 8;
+  c.adapter_hidden = 128, c.text_width = text_width;
+  c.full_attention = {false, false, false, true};
+  return c;
+}
+
 VisionEncoder VisionEncoder::random(const EncoderConfig& config, uint64_t seed) {
   check_shape(config, "random vision encoder");
   auto w = std::make_unique<Weights>();
@@ -312,6 +322,87 @@ VisionEncoder VisionEncoder::random(const EncoderConfig& config, uint64_t seed) 
   lin(w->adapter2, c.adapter_hidden, c.adapter_hidden, false);
   lin(w->projection, c.text_width, c.adapter_hidden, false);
   return VisionEncoder(std::move(w));
+}
+
+void VisionEncoder::save(const std::string& path, const std::string& name) const {
+  const EncoderConfig& c = w_->cfg;
+  gguf::Writer out(path);
+  auto& m = out.metadata();
+  m.set("general.architecture", gguf::Value::string("clip"));
+  m.set("general.name", gguf::Value::string(name));
+  m.set("clip.projector_type", gguf::Value::string("muse-glimmer"));
+  m.set("clip.has_vision_encoder", gguf::Value::boolean(true));
+  const auto u32 = [&](const char* key, int64_t v) { m.set(key, gguf::Value::u32(uint32_t(v))); };
+  u32("clip.vision.image_size", c.pos_grid * c.patch * c.merge);
+  u32("clip.vision.patch_size", c.patch);
+  u32("clip.vision.embedding_length", c.width);
+  u32("clip.vision.feed_forward_length", c.mlp);
+  u32("clip.vision.block_count", c.layers);
+  u32("clip.vision.projection_dim", c.text_width);
+  u32("clip.vision.attention.head_count", c.heads);
+  u32("clip.vision.spatial_merge_size", c.merge);
+  u32("clip.vision.window_size", c.window * c.patch);
+  m.set("clip.vision.attention.layer_norm_epsilon", gguf::Value::f32(c.layer_norm_eps));
+  m.set("clip.vision.projector.rms_norm_epsilon", gguf::Value::f32(c.projector_rms_eps));
+  m.set("clip.vision.rope.freq_base", gguf::Value::f32(c.rope_theta));
+  m.set("clip.vision.image_mean", gguf::Value::f32_array({0.5f, 0.5f, 0.5f}));
+  m.set("clip.vision.image_std", gguf::Value::f32_array({0.5f, 0.5f, 0.5f}));
+  std::vector<int32_t> full;
+  for (int64_t i = 0; i < c.layers; ++i)
+    if (c.full_attention[size_t(i)]) full.push_back(int32_t(i));
+  m.set("clip.vision.fullatt_block_indexes", gguf::Value::i32_array(full));
+  // Copies that outlive this function's locals: the writer reads the bytes at finish().
+  std::vector<std::vector<float>> kept;
+  const auto add = [&](const std::string& tname, std::vector<float> v, std::vector<int64_t> dims) {
+    kept.push_back(std::move(v));
+    const auto& d = kept.back();
+    out.add_tensor({.name = tname, .type = gguf::GgmlType::F32, .dims = std::move(dims)},
+                   std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d.data()), d.size() * sizeof(float)));
+  };
+  kept.reserve(8 + 16 * size_t(c.layers));
+  const auto add_linear = [&](const std::string& tname, const Linear& l, bool interleave) {
+    std::vector<float> w = l.w, b = l.b;
+    if (interleave) {  // the inverse of deinterleave_rows
+      const auto inter = [&](std::vector<float>& v, int64_t cols) {
+        std::vector<float> o(v.size());
+        for (int64_t h = 0; h < c.heads; ++h)
+          for (int64_t i = 0; i < c.head_dim() / 2; ++i)
+            for (int64_t j = 0; j < 2; ++j)
+              std::copy_n(v.data() + (h * c.head_dim() + i + j * c.head_dim() / 2) * cols, cols,
+                          o.data() + (h * c.head_dim() + 2 * i + j) * cols);
+        v.swap(o);
+      };
+      inter(w, l.in);
+      if (!b.empty()) inter(b, 1);
+    }
+    add(tname + ".weight", std::move(w), {l.in, l.out});
+    if (!l.b.empty()) add(tname + ".bias", std::move(b), {l.out});
+  };
+  const int64_t D = c.width;
+  add("v.patch_embd.weight", w_->patch.w, {c.patch, c.patch, 3, D});
+  add("v.position_embd.weight", w_->positions, {D, c.pos_grid * c.pos_grid});
+  add("v.pre_ln.weight", w_->pre_w, {D});
+  add("v.pre_ln.bias", w_->pre_b, {D});
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const Block& k = w_->blocks[size_t(i)];
+    const std::string b = "v.blk." + std::to_string(i);
+    add(b + ".ln1.weight", k.ln1_w, {D});
+    add(b + ".ln1.bias", k.ln1_b, {D});
+    add_linear(b + ".attn_q", k.q, true);
+    add_linear(b + ".attn_k", k.k, true);
+    add_linear(b + ".attn_v", k.v, false);
+    add_linear(b + ".attn_out", k.o, false);
+    add(b + ".ln2.weight", k.ln2_w, {D});
+    add(b + ".ln2.bias", k.ln2_b, {D});
+    add_linear(b + ".ffn_up", k.up, false);
+    add_linear(b + ".ffn_down", k.down, false);
+  }
+  add("v.post_ln.weight", w_->post_w, {D});
+  add("v.post_ln.bias", w_->post_b, {D});
+  add_linear("mm.0", w_->adapter1, false);
+  add_linear("mm.1", w_->adapter2, false);
+  add_linear("mm.2", w_->projection, false);
+  out.finish();
 }
 
 EncoderOutput VisionEncoder::encode(const PixelPatches& px, ThreadPool* pool) const {

@@ -43,6 +43,11 @@ struct EncoderConfig {
   int64_t head_dim() const { return width / heads; }
 };
 
+// A small tower of the released architecture (4 blocks of width 64, the last with full
+// attention; windows of 8 × 8 patches) projecting into `text_width`: tests, the agent
+// replay, and the starting point of the small vision-language model.
+EncoderConfig small_encoder_config(int64_t text_width);
+
 struct EncoderOutput {
   int64_t tokens = 0;
   std::vector<float> merged;    // [tokens, merge² · width]: the tower after the pixel shuffle
@@ -60,6 +65,9 @@ class VisionEncoder {
   ~VisionEncoder();
 
   const EncoderConfig& config() const;
+  // Writes the weights as a projector GGUF that load() (and llama.cpp's layout) reads: f32
+  // tensors, Q and K rows interleaved per head again. Refuses to replace an input file.
+  void save(const std::string& path, const std::string& name) const;
   // Patches from preprocess() with this encoder's patch size; grid sides multiples of the
   // merge. Products are spread over `pool` when given.
   EncoderOutput encode(const PixelPatches& patches, ThreadPool* pool = nullptr) const;

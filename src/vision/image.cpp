@@ -191,7 +191,7 @@ Image decode_image(const uint8_t* data, size_t size, const std::string& name, co
   fail(name, ": not a PNG or JPEG image");
 }
 
-Image read_image(const std::string& path, const ImageLimits& limits) {
+std::vector<uint8_t> read_image_bytes(const std::string& path, const ImageLimits& limits) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   SQZ_CHECK(in, path, ": cannot open the image");
   const std::streamoff n = in.tellg();
@@ -201,6 +201,11 @@ Image read_image(const std::string& path, const ImageLimits& limits) {
   std::vector<uint8_t> bytes(static_cast<size_t>(n));
   in.seekg(0);
   SQZ_CHECK(in.read(reinterpret_cast<char*>(bytes.data()), n), path, ": cannot read the image");
+  return bytes;
+}
+
+Image read_image(const std::string& path, const ImageLimits& limits) {
+  const std::vector<uint8_t> bytes = read_image_bytes(path, limits);
   return decode_image(bytes.data(), bytes.size(), path, limits);
 }
 

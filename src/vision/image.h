@@ -32,5 +32,7 @@ struct ImageLimits {
 // `name` only labels errors.
 Image decode_image(const uint8_t* data, size_t size, const std::string& name, const ImageLimits& limits = {});
 Image read_image(const std::string& path, const ImageLimits& limits = {});
+// The file's bytes, refused past limits.max_file_bytes (what read_image decodes).
+std::vector<uint8_t> read_image_bytes(const std::string& path, const ImageLimits& limits = {});
 
 }  // namespace squeeze::vision

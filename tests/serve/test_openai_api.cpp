@@ -10,6 +10,8 @@
 #include "model/model.h"
 #include "serve/chat_format.h"
 #include "serve/openai_api.h"
+#include "vision/encoder.h"
+#include "vision/image.h"
 
 using namespace squeeze;
 using namespace squeeze::serve;
@@ -165,4 +167,84 @@ TEST(OpenAiResponse, UsageChunkOnlyWhenAskedAndCompletionObjects) {
   EXPECT_TRUE(c[1]["choices"].empty());
   EXPECT_EQ(c[1]["usage"]["prompt_tokens"], 4);
   EXPECT_EQ(c[1]["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+}
+
+namespace {
+
+std::string base64(const std::vector<uint8_t>& b) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < b.size(); i += 3) {
+    uint32_t v = uint32_t(b[i]) << 16;
+    if (i + 1 < b.size()) v |= uint32_t(b[i + 1]) << 8;
+    if (i + 2 < b.size()) v |= b[i + 2];
+    out += k[v >> 18 & 63];
+    out += k[v >> 12 & 63];
+    out += i + 1 < b.size() ? k[v >> 6 & 63] : '=';
+    out += i + 2 < b.size() ? k[v & 63] : '=';
+  }
+  return out;
+}
+
+Json image_part(const std::string& file) {
+  const auto bytes = vision::read_image_bytes(SQUEEZE_SOURCE_DIR "/tests/fixtures/vision/" + file);
+  return {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + base64(bytes)}}}};
+}
+
+}  // namespace
+
+TEST(OpenAiRequest, ImagePartsWidenToTheImagesTokens) {
+  const vision::VisionEncoder enc = vision::VisionEncoder::random(vision::small_encoder_config(256), 5);
+  vision::PreprocessOptions opt;
+  opt.max_image_tokens = 8;
+  vision::FeatureCache cache(enc, opt);
+  ApiContext ctx = fx().ctx;
+  ctx.images = &cache;
+  ctx.image_tokens = vision::ImageTokenIds::of(fx().model->tokenizer());
+  const Json body = {{"messages", Json::array({{{"role", "user"},
+                                                {"content", Json::array({image_part("rgb_noise.png"),
+                                                                         {{"type", "text"}, {"text", "What is it?"}},
+                                                                         image_part("grey.png")})}}})}};
+  const PreparedRequest r = prepare_chat(body, ctx);
+  const auto& ids = r.gen.prompt;
+  ASSERT_EQ(r.gen.images.size(), 2u);
+  ASSERT_EQ(r.gen.embeddings.size(), ids.size());
+  ASSERT_EQ(r.gen.keys.size(), ids.size());
+  int64_t patch_rows = 0, starts = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(r.gen.embeddings[i] != nullptr, ids[i] == ctx.image_tokens.patch) << i;
+    patch_rows += ids[i] == ctx.image_tokens.patch;
+    starts += ids[i] == ctx.image_tokens.start;
+  }
+  EXPECT_EQ(patch_rows, r.gen.images[0]->tokens + r.gen.images[1]->tokens);
+  EXPECT_EQ(starts, 2);
+  EXPECT_NE(r.prompt_text.find("<|patch|>What is it?<|patch|>"), std::string::npos);
+  prepare_chat(body, ctx);  // the same images again: found in the cache
+  EXPECT_EQ(cache.misses(), 2);
+  EXPECT_EQ(cache.hits(), 2);
+
+  std::string param;
+  const auto status = [&](const Json& b, const ApiContext& c) {
+    try {
+      prepare_chat(b, c);
+    } catch (const ApiError& e) {
+      param = e.param;
+      return e.status;
+    }
+    return 200;
+  };
+  const auto with = [](Json part) {
+    return Json{{"messages", Json::array({{{"role", "user"}, {"content", Json::array({std::move(part)})}}})}};
+  };
+  EXPECT_EQ(status(with(image_part("grey.png")), fx().ctx), 400);  // a server without a projector
+  EXPECT_EQ(param, "messages[0]");
+  EXPECT_EQ(status(with({{"type", "image_url"}, {"image_url", {{"url", "https://example.com/a.png"}}}}), ctx), 400);
+  EXPECT_EQ(param, "messages[0]");
+  EXPECT_EQ(status(with({{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,AAAA"}}}}), ctx), 400);
+  EXPECT_EQ(param, "messages[0]");
+  EXPECT_EQ(status(with({{"type", "image_url"}}), ctx), 400);
+  EXPECT_EQ(param, "messages[0]");
+  // A text part spelling the placeholder cannot smuggle in an image without features.
+  EXPECT_EQ(status(with({{"type", "text"}, {"text", "<|patch|>"}}), ctx), 400);
+  EXPECT_EQ(param, "messages");
 }
