@@ -42,6 +42,7 @@ class Session {
   std::span<const float> forward(std::span<const int32_t> tokens, std::span<const float* const> embeddings,
                                  bool all_logits = false);
 
+  const Model& model() const { return model_; }
   int64_t position() const { return cache_.size(); }
   int64_t n_ctx() const { return n_ctx_; }
   void truncate(int64_t pos) { cache_.truncate(pos); }

@@ -269,6 +269,38 @@ TEST_P(Attention, RingBufferWrapsAround) {
         {.key_splits = 5});
 }
 
+// A query's output has the same bits whether it runs alone (a decode step) or in a chunk
+// with others, wherever the chunk starts (a verify; a prefill resumed at any position),
+// under a sliding window and across a ring's wrap: the key tiles are at fixed positions.
+TEST_P(Attention, EachQueryHasTheSameBitsInAnyChunk) {
+  if (!kv_type_fits(GetParam().type, 64)) return;
+  const Isa isa = GetParam().isa;
+  struct Shape {
+    int64_t window, n_pos, n_queries, ring, block_slots;
+  };
+  for (const Shape sh : {Shape{40, 500, 24, 63, 16}, Shape{33, 200, 60, 0, 256}, Shape{0, 150, 60, 0, 256}}) {
+    const TestKv kv(GetParam().type, 2, 64, sh.n_pos, sh.ring, sh.block_slots);
+    const AttentionParams params{.n_heads = 8, .n_kv_heads = 2, .head_dim = 64, .window = sh.window};
+    const int64_t row = 8 * 64, pos0 = sh.n_pos - sh.n_queries;
+    const auto q = random_vector(sh.n_queries * row, -2.0f, 2.0f);
+    ThreadPool pool(2);
+    std::vector<float> whole(q.size());
+    attention(pool, params, kv.view(), {.q = q.data(), .out = whole.data(), .n_queries = sh.n_queries, .pos0 = pos0},
+              {.isa = &isa});
+    for (const int64_t chunk : {1, 5, 7, 13}) {
+      std::vector<float> parts(q.size(), NAN);
+      for (int64_t i = 0; i < sh.n_queries; i += chunk) {
+        const int64_t m = std::min(chunk, sh.n_queries - i);
+        attention(pool, params, kv.view(),
+                  {.q = q.data() + i * row, .out = parts.data() + i * row, .n_queries = m, .pos0 = pos0 + i},
+                  {.isa = &isa});
+      }
+      for (size_t e = 0; e < whole.size(); ++e)
+        ASSERT_EQ(parts[e], whole[e]) << "window " << sh.window << ", chunks of " << chunk << ", element " << e;
+    }
+  }
+}
+
 TEST_P(Attention, StridedRowsAndExplicitScale) {
   const TestKv kv(GetParam().type, 2, 64, 90, 0, 32);
   const Isa isa = GetParam().isa;

@@ -199,7 +199,11 @@ void run_task_avx2(const Task& t) {
   const TaskScratch w = begin_task(t, kTile);
   const int64_t* row_lo = w.lo;
   const int64_t* row_hi = w.hi;
-  const int64_t k_begin = row_lo[0], k_end = row_hi[R - 1];
+  // Key tiles start at multiples of kTile, not at the task's first key: every key then sits
+  // in the same tile lane whichever queries share the task, so a query's output has the same
+  // bits alone (a decode step) or in any chunk (a verify, a prefill from any position), also
+  // under a sliding window. Keys of the first tile below every row's range are masked.
+  const int64_t k_begin = row_lo[0] - row_lo[0] % kTile, k_end = row_hi[R - 1];
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 
