@@ -143,3 +143,40 @@ def test_server_without_projector_refuses_images():
     finally:
         s.proc.terminate()
         s.proc.wait(timeout=60)
+
+
+def test_agent_replay(mmproj, tmp_path):
+    import json
+    import shutil
+    names = ["rgb_noise.png", "grey.png", "rgba.png", "palette.png", "smooth.jpg", "large.png"]
+    steps = []
+    for i in range(9):
+        f = f"s{i}_{names[i % len(names)]}"
+        shutil.copy(os.path.join(FIX, names[i % len(names)]), tmp_path / f)
+        steps.append({"screenshot": f, "text": f"step {i}", "action": f"click({i}, {2 * i})"})
+    traj = tmp_path / "trajectory.json"
+    traj.write_text(json.dumps({"system": "You operate a computer.", "steps": steps}))
+    out = tmp_path / "replay.json"
+    r = sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, traj, "--ctx", "2048", "--keep", "2",
+           "--max-image-tokens", "24", "--batch", "8", "--evict-batch", "1,3", "--json", out)
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and "reuse" not in line]
+    assert len(rows) == 6, r.stdout
+    assert all("(the reference)" in x or "yes, bit for bit" in x for x in rows), r.stdout
+    report = json.loads(out.read_text())
+    runs = {(x["reuse"], x["evict_batch"]): x for x in report["runs"]}
+    for batch in (1, 3):
+        none, snap = runs[("none", batch)], runs[("snapshots", batch)]
+        assert none["prefilled"] == none["prompt_tokens"]  # recomputes everything
+        assert snap["prefilled"] < none["prefilled"]
+        for s in snap["steps"]:
+            assert s["prefilled"] == s["prompt_tokens"] - s["recompute_from"]
+            assert s["screenshots_in_context"] <= 2 + batch - 1
+    assert runs[("snapshots", 3)]["prefilled"] < runs[("snapshots", 1)]["prefilled"]  # batched eviction keeps the prefix
+    # Errors: one line, non-zero exit.
+    one_line_error(sq("agent-replay", "-m", MODEL, traj), "--mmproj")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"steps": [{"screenshot": "s0_rgb_noise.png"}]}))
+    one_line_error(sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, bad), "action")
+    bad.write_text("[1, 2")
+    one_line_error(sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, bad), "not a JSON object")
