@@ -85,6 +85,12 @@ PixelPatches preprocess(const Image& img, const PreprocessOptions& opt) {
   SQZ_CHECK(opt.max_image_tokens >= 1, "image preprocessing: at most ", opt.max_image_tokens, " image tokens");
   const int cell = opt.patch_size * opt.merge_size;
   const GridSize size = smart_resize(img.height, img.width, cell, opt.max_image_tokens);
+  // The reference's grid can pass its own cap when one side is under a cell at the ideal
+  // scale (a 1 x 5000 strip is 179 cells at a cap of 70); squeeze holds the cap instead.
+  const int64_t cells = int64_t(size.height / cell) * (size.width / cell);
+  SQZ_CHECK(cells <= opt.max_image_tokens, "a ", img.width, " x ", img.height, " image needs ", cells,
+            " image tokens at its aspect ratio, more than the cap of ", opt.max_image_tokens,
+            " (crop it, or raise the cap)");
   const Image resized = resize(img, size.width, size.height, opt.resample);
   const int P = opt.patch_size;
   PixelPatches out;

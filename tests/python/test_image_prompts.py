@@ -180,3 +180,8 @@ def test_agent_replay(mmproj, tmp_path):
     one_line_error(sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, bad), "action")
     bad.write_text("[1, 2")
     one_line_error(sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, bad), "not a JSON object")
+
+
+def test_prompt_image_cap(mmproj):
+    r = generate(mmproj, "--image", NOISE, "-p", "x", "--max-image-tokens", "4097")
+    one_line_error(r, "--max-image-tokens")

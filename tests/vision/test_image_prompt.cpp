@@ -142,3 +142,35 @@ TEST(VisionEncoder, SavedProjectorLoadsToTheSameOutputs) {
 
 }  // namespace
 }  // namespace squeeze::vision
+
+namespace squeeze::vision {
+namespace {
+
+// The released cap: at most 4096 image tokens (16384 patches) whatever the image's size
+// and shape. The reference's grid passes a small cap for extreme strips (one side under a
+// cell): squeeze refuses those images rather than exceed the cap. Prompts refuse a cap
+// above 4096 (tests/python/test_image_prompts.py).
+TEST(ImageTokenCap, NeverMoreThanTheCap) {
+  const int sizes[][2] = {{8192, 8192}, {2160, 3840}, {1080, 1920}, {5000, 1}, {1, 5000}, {28, 28}, {3000, 4000},
+                          {8191, 17}, {600, 8000}};
+  for (const int cap : {4096, 1024})
+    for (const auto& s : sizes) {
+      const GridSize g = smart_resize(s[0], s[1], 28, cap);
+      const int64_t cells = int64_t(g.height / 28) * (g.width / 28);
+      EXPECT_LE(cells, cap) << s[0] << " x " << s[1] << " cap " << cap;
+      EXPECT_GE(cells, 1);
+    }
+  EXPECT_EQ(smart_resize(8192, 8192, 28, 4096).height, 64 * 28);  // a big square fills the cap exactly
+  Image strip;
+  strip.width = 5000;
+  strip.height = 1;
+  strip.rgb.assign(5000 * 3, 128);
+  PreprocessOptions o;
+  o.max_image_tokens = 70;
+  EXPECT_THROW(preprocess(strip, o), Error);  // 179 cells at the reference's grid
+  o.max_image_tokens = 4096;
+  EXPECT_LE(preprocess(strip, o).image_tokens(2), 4096);
+}
+
+}  // namespace
+}  // namespace squeeze::vision

@@ -1,0 +1,139 @@
+"""scripts/vlm/eval_vlm.py — held-out accuracy of the small vision-language model and of the
+text-only model trained the same way, per task type, through squeeze itself: each model is
+served by `squeeze serve` (the VLM with its projector) and every test question is one chat
+request (temperature 0, reasoning effort none), images as base64 data: URLs.
+
+  click    correct when the answer's click(x, y) lies inside the target button's box
+  dialog   the message, exactly
+  checkbox the checked box's label, exactly
+
+Writes OUT/eval.json, a markdown table on stdout, and docs/vlm-examples.png (test pages
+with the VLM's clicks and answers drawn on them) when --examples is given.
+"""
+import argparse
+import base64
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+from serve_util import Server  # noqa: E402
+
+CLICK = re.compile(r"click\((-?\d+),\s*(-?\d+)\)")
+
+
+def score(task, answer):
+    if task["kind"] == "click":
+        m = CLICK.fullmatch(answer.strip())
+        if not m:
+            return False
+        x, y = int(m.group(1)), int(m.group(2))
+        bx, by, bw, bh = task["box"]
+        return bx <= x < bx + bw and by <= y < by + bh
+    return answer.strip() == task["answer"]
+
+
+def ask(server, question, image=None):
+    content = ([{"type": "image_url", "image_url": {"url": image}}] if image else []) + [{"type": "text", "text": question}]
+    status, _, body = server.request("POST", "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 16,
+        "reasoning_effort": "none"})
+    if status != 200:
+        raise RuntimeError(f"HTTP {status}: {body}")
+    return body["choices"][0]["message"].get("content") or ""
+
+
+def evaluate(squeeze, model, mmproj, rows, data_dir):
+    args = ["-m", str(model), "-np", "1", "--ctx", "512"] + (["--mmproj", str(mmproj), "--max-image-tokens", "4096"]
+                                                             if mmproj else [])
+    server = Server(squeeze, *args)
+    results = []
+    t0 = time.time()
+    try:
+        for row in rows:
+            image = None
+            if mmproj:
+                image = "data:image/png;base64," + base64.b64encode((data_dir / row["image"]).read_bytes()).decode()
+            for task in row["tasks"]:
+                answer = ask(server, task["question"], image)
+                results.append({"image": row["image"], "kind": task["kind"], "question": task["question"],
+                                "expected": task["answer"], "answer": answer, "correct": score(task, answer)})
+    finally:
+        server.proc.terminate()
+        server.proc.wait(timeout=60)
+    return results, time.time() - t0
+
+
+def summary(results):
+    out = {}
+    for kind in ("click", "dialog", "checkbox"):
+        r = [x for x in results if x["kind"] == kind]
+        out[kind] = {"n": len(r), "correct": sum(x["correct"] for x in r),
+                     "accuracy": sum(x["correct"] for x in r) / max(1, len(r))}
+    return out
+
+
+def draw_examples(results, rows, data_dir, path, n=8):
+    from PIL import Image, ImageDraw
+    tiles = []
+    for row in rows[:n]:
+        img = Image.open(data_dir / row["image"]).convert("RGB").resize((560, 392), Image.NEAREST)
+        d = ImageDraw.Draw(img)
+        lines = []
+        for x in (r for r in results if r["image"] == row["image"]):
+            mark = "ok" if x["correct"] else "WRONG"
+            m = CLICK.fullmatch(x["answer"].strip())
+            if x["kind"] == "click" and m:
+                cx, cy = int(m.group(1)) * 2, int(m.group(2)) * 2
+                colour = (0, 170, 0) if x["correct"] else (220, 0, 0)
+                d.ellipse((cx - 6, cy - 6, cx + 6, cy + 6), outline=colour, width=3)
+            lines.append(f"{x['question']} -> {x['answer']} [{mark}]")
+        canvas = Image.new("RGB", (560, 392 + 16 * len(lines) + 6), "white")
+        canvas.paste(img, (0, 0))
+        cd = ImageDraw.Draw(canvas)
+        for i, line in enumerate(lines):
+            cd.text((4, 396 + 16 * i), line, fill=(0, 0, 0))
+        tiles.append(canvas)
+    w = 2 * 560 + 10
+    rows_h = [max(t.height for t in tiles[i:i + 2]) for i in range(0, len(tiles), 2)]
+    sheet = Image.new("RGB", (w, sum(rows_h) + 10 * len(rows_h)), "white")
+    y = 0
+    for i in range(0, len(tiles), 2):
+        for j, t in enumerate(tiles[i:i + 2]):
+            sheet.paste(t, (j * 570, y))
+        y += rows_h[i // 2] + 10
+    sheet.save(path)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--pages", type=int, default=0, help="test pages to use (0: all)")
+    ap.add_argument("--examples", help="write a sheet of annotated test pages here")
+    args = ap.parse_args()
+    out = Path(args.out)
+    squeeze = os.environ.get("SQUEEZE_BIN", str(ROOT / "build" / "release" / "tools" / "squeeze"))
+    data_dir = out / "data" / "test"
+    rows = [json.loads(x) for x in (data_dir / "tasks.jsonl").read_text().splitlines()]
+    if args.pages:
+        rows = rows[:args.pages]
+    report = {}
+    for name, mmproj in (("vlm", out / "vlm-mmproj.gguf"), ("text-only", None)):
+        results, seconds = evaluate(squeeze, out / f"{name}.gguf", mmproj, rows, data_dir)
+        report[name] = {"summary": summary(results), "seconds": seconds, "results": results}
+        if name == "vlm" and args.examples:
+            draw_examples(results, rows, data_dir, args.examples)
+    (out / "eval.json").write_text(json.dumps(report, indent=1))
+    print("| task | questions | VLM | text-only | ratio |\n|---|---|---|---|---|")
+    for kind in ("click", "dialog", "checkbox"):
+        v, t = report["vlm"]["summary"][kind], report["text-only"]["summary"][kind]
+        ratio = v["accuracy"] / t["accuracy"] if t["accuracy"] > 0 else float("inf")
+        print(f"| {kind} | {v['n']} | {100 * v['accuracy']:.1f}% | {100 * t['accuracy']:.1f}% | {ratio:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
