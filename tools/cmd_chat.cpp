@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstring>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -148,11 +149,14 @@ int run_chat(int argc, char** argv) {
   // With images, each rendering is widened to the images' tokens (so the context budget
   // counts them) and kept: the rendering fit_prompt accepts is its last one.
   squeeze::vision::PromptRows rows;
+  // An image is read and encoded once, when attached: later turns re-render it from these
+  // features even if the file changes or goes away.
+  std::map<std::string, std::shared_ptr<const squeeze::vision::ImageFeatures>> attached;
   const EncodeFn encode = [&](const squeeze::chat::Json& m) {
     std::vector<int32_t> ids = format.tokenize(format.render(m, true, nullptr, reasoning.template_variables()));
     if (!image_inputs) return ids;
     std::vector<std::shared_ptr<const squeeze::vision::ImageFeatures>> images;
-    for (const std::string& f : image_paths(m)) images.push_back(image_inputs->file(f));
+    for (const std::string& f : image_paths(m)) images.push_back(attached.at(f));
     rows = image_inputs->expand(ids, images);
     return rows.ids;
   };
@@ -223,6 +227,7 @@ int run_chat(int argc, char** argv) {
           try {  // encoded now: a bad image is refused before the message is written
             const int64_t hits = image_inputs->cache().hits();
             const auto f = image_inputs->file(rest);
+            attached[rest] = f;  // attached again: the new content from here on
             pending_images.push_back(rest);
             note("[" + describe_image(rest, *f, image_inputs->cache().hits() > hits) + "; shown with the next message]");
           } catch (const std::exception& e) {

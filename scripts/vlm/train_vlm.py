@@ -18,6 +18,7 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -99,9 +100,12 @@ def make_tokenizer(texts, vocab):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab - len(SPECIALS), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False, special_tokens=[])
-    tok.add_special_tokens(SPECIALS)  # before training: their text is never split into merges
-    tok.train_from_iterator(texts, trainer)
+                                  show_progress=False)
+    # Merges are learned from the text between the special tokens; the specials are added
+    # after training, at the end of the vocabulary, as single tokens.
+    split = re.compile("|".join(re.escape(s) for s in SPECIALS))
+    tok.train_from_iterator((piece for t in texts for piece in split.split(t) if piece), trainer)
+    tok.add_special_tokens(SPECIALS)
     bos = tok.token_to_id("<|begin_of_text|>")
     tok.post_processor = processors.TemplateProcessing(single="$A", special_tokens=[("<|begin_of_text|>", bos)])
     return tok
@@ -181,7 +185,7 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, out, log_every=50)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        curve.append(float(loss))
+        curve.append(loss.item())
         if step % log_every == 0 or step == steps:
             log(f"{name}: step {step}/{steps} loss {np.mean(curve[-log_every:]):.4f} ({time.time() - t0:.0f} s)")
     model.eval()
@@ -221,6 +225,7 @@ def main():
     texts = [render(tpl, t["question"], True, t["answer"]) for r in train_rows for t in r["tasks"]]
     tok = make_tokenizer(texts, 1024)
     ids = {s: tok.token_to_id(s) for s in SPECIALS}
+    assert all(i >= tok.get_vocab_size() - len(SPECIALS) for i in ids.values()), ids
     report = {"train_pages": args.train_pages, "steps": args.steps, "batch": args.batch, "lr": args.lr}
     for with_image, name in ((True, "vlm"), (False, "text-only")):
         ex = Examples(out, "train", train_rows, tok, tpl, with_image)
