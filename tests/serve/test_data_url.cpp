@@ -1,30 +1,18 @@
 // tests/serve/test_data_url.cpp — base64 data: URLs as OpenAI clients send images: the
-// RFC 4648 test vectors, random round trips against an independent encoder, and every
+// RFC 4648 test vectors, random round trips against an independent encoder (tests/common/base64.h), and every
 // kind of malformed input refused.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 
+#include "common/base64.h"
 #include "serve/data_url.h"
 
 namespace squeeze::serve {
 namespace {
 
-std::string encode(const std::vector<uint8_t>& b) {  // the plain textbook encoder
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < b.size(); i += 3) {
-    uint32_t v = uint32_t(b[i]) << 16;
-    if (i + 1 < b.size()) v |= uint32_t(b[i + 1]) << 8;
-    if (i + 2 < b.size()) v |= b[i + 2];
-    out += k[v >> 18 & 63];
-    out += k[v >> 12 & 63];
-    out += i + 1 < b.size() ? k[v >> 6 & 63] : '=';
-    out += i + 2 < b.size() ? k[v & 63] : '=';
-  }
-  return out;
-}
+using squeeze::testing::base64_encode;
 
 std::string text(const std::optional<std::vector<uint8_t>>& b) { return b ? std::string(b->begin(), b->end()) : "<none>"; }
 
@@ -43,7 +31,7 @@ TEST(DataUrl, RandomRoundTrips) {
   for (int n = 0; n < 200; ++n) {
     std::vector<uint8_t> b(static_cast<size_t>(n), 0);
     for (auto& x : b) x = uint8_t(rng());
-    const auto back = decode_base64(encode(b));
+    const auto back = decode_base64(base64_encode(b));
     ASSERT_TRUE(back.has_value()) << n;
     EXPECT_EQ(*back, b);
   }

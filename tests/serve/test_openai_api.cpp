@@ -9,6 +9,7 @@
 
 #include "model/model.h"
 #include "serve/chat_format.h"
+#include "common/base64.h"
 #include "serve/openai_api.h"
 #include "vision/encoder.h"
 #include "vision/image.h"
@@ -171,24 +172,9 @@ TEST(OpenAiResponse, UsageChunkOnlyWhenAskedAndCompletionObjects) {
 
 namespace {
 
-std::string base64(const std::vector<uint8_t>& b) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < b.size(); i += 3) {
-    uint32_t v = uint32_t(b[i]) << 16;
-    if (i + 1 < b.size()) v |= uint32_t(b[i + 1]) << 8;
-    if (i + 2 < b.size()) v |= b[i + 2];
-    out += k[v >> 18 & 63];
-    out += k[v >> 12 & 63];
-    out += i + 1 < b.size() ? k[v >> 6 & 63] : '=';
-    out += i + 2 < b.size() ? k[v & 63] : '=';
-  }
-  return out;
-}
-
 Json image_part(const std::string& file) {
   const auto bytes = vision::read_image_bytes(SQUEEZE_SOURCE_DIR "/tests/fixtures/vision/" + file);
-  return {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + base64(bytes)}}}};
+  return {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + squeeze::testing::base64_encode(bytes)}}}};
 }
 
 }  // namespace
