@@ -206,7 +206,8 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
       cache.append(il, {.k = k + row0[s] * KD, .v = v + row0[s] * KD, .n = chunks[s].n});
       kernels::cpu::attention(pool,
                               {.n_heads = c.n_head, .n_kv_heads = c.n_head_kv, .head_dim = c.head_dim,
-                               .window = local ? c.sliding_window : 0, .scale = c.attn_scale},
+                               .window = local ? c.sliding_window : 0, .scale = c.attn_scale,
+                               .batch_invariant = invariant},
                               cache.view(il),
                               {.q = q + row0[s] * QD, .out = attn + row0[s] * QD, .n_queries = chunks[s].n,
                                .pos0 = pos0[s]});                       // attn[n, H·D]

@@ -269,18 +269,22 @@ TEST_P(Attention, RingBufferWrapsAround) {
         {.key_splits = 5});
 }
 
-// A query's output has the same bits whether it runs alone (a decode step) or in a chunk
-// with others, wherever the chunk starts (a verify; a prefill resumed at any position),
-// under a sliding window and across a ring's wrap: the key tiles are at fixed positions.
+// In batch-invariant mode a query's output has the same bits whether it runs alone (a
+// decode step) or in a chunk with others, wherever the chunk starts (a verify; a prefill
+// resumed at any position), under a sliding window, across a ring's wrap, and past the
+// length where a decode would split its keys: the key tiles are at fixed positions and
+// key ranges are never split.
 TEST_P(Attention, EachQueryHasTheSameBitsInAnyChunk) {
   if (!kv_type_fits(GetParam().type, 64)) return;
   const Isa isa = GetParam().isa;
   struct Shape {
     int64_t window, n_pos, n_queries, ring, block_slots;
   };
-  for (const Shape sh : {Shape{40, 500, 24, 63, 16}, Shape{33, 200, 60, 0, 256}, Shape{0, 150, 60, 0, 256}}) {
+  for (const Shape sh : {Shape{40, 500, 24, 63, 16}, Shape{33, 200, 60, 0, 256}, Shape{0, 150, 60, 0, 256},
+                         Shape{0, 2300, 20, 0, 256}}) {
     const TestKv kv(GetParam().type, 2, 64, sh.n_pos, sh.ring, sh.block_slots);
-    const AttentionParams params{.n_heads = 8, .n_kv_heads = 2, .head_dim = 64, .window = sh.window};
+    const AttentionParams params{.n_heads = 8, .n_kv_heads = 2, .head_dim = 64, .window = sh.window,
+                                 .batch_invariant = true};
     const int64_t row = 8 * 64, pos0 = sh.n_pos - sh.n_queries;
     const auto q = random_vector(sh.n_queries * row, -2.0f, 2.0f);
     ThreadPool pool(2);

@@ -260,7 +260,7 @@ void attention(ThreadPool& pool, const AttentionParams& p, const KvLayerView& kv
       // Flash-decoding: with few (KV head, tile) tasks, split long key ranges so that all
       // threads have work even with one or two KV heads. The split depends on the shape
       // only, never on the thread count, so results are identical for any pool size.
-      splits = base_tasks < kFewTasks ? std::max<int64_t>(1, keys / kKeysPerSplit) : 1;
+      splits = base_tasks < kFewTasks && !p.batch_invariant ? std::max<int64_t>(1, keys / kKeysPerSplit) : 1;
     }
     splits = std::min(splits, keys);
     for (int64_t h = 0; h < p.n_kv_heads; ++h)
