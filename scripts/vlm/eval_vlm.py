@@ -23,6 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 from serve_util import Server  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts" / "vlm"))
+import train_vlm  # noqa: E402  (the system message the models were trained with)
+
 CLICK = re.compile(r"click\((-?\d+),\s*(-?\d+)\)")
 
 
@@ -40,7 +43,8 @@ def score(task, answer):
 def ask(server, question, image=None):
     content = ([{"type": "image_url", "image_url": {"url": image}}] if image else []) + [{"type": "text", "text": question}]
     status, _, body = server.request("POST", "/v1/chat/completions", {
-        "messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 16,
+        "messages": [{"role": "system", "content": train_vlm.SYSTEM}, {"role": "user", "content": content}],
+        "temperature": 0, "max_tokens": 16,
         "reasoning_effort": "none"})
     if status != 200:
         raise RuntimeError(f"HTTP {status}: {body}")

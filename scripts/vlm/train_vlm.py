@@ -43,6 +43,9 @@ TEMPLATE = ROOT / "tests" / "fixtures" / "chat_templates" / "muse-glimmer.jinja"
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|patch|>",
             "<|image_start|>", "<|image_end|>", "<|video|>", "<|mask|>"]
 EFFORT = "low"  # what the server renders for reasoning_effort "none" (and "low")
+# An explicit system message: the template's default one carries the current date (from
+# strftime_now, which squeeze's renderer has), so training and serving would differ by day.
+SYSTEM = "You operate a computer. Answer with one action or the text asked for."
 
 
 def log(*a):
@@ -88,7 +91,7 @@ def template():
 
 def render(tpl, question, with_image, answer=None):
     content = ([{"type": "image"}] if with_image else []) + [{"type": "text", "text": question}]
-    msgs = [{"role": "user", "content": content}]
+    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
     if answer is not None:
         msgs.append({"role": "assistant", "content": answer})
     return tpl.render(messages=msgs, add_generation_prompt=answer is None, reasoning_strength=EFFORT,

@@ -137,6 +137,10 @@ AgentSync AgentContext::sync() {
     snapshots_.clear();
     throw;
   }
+  // Only the kept screenshots' starts can be edited later: older snapshots are dropped.
+  std::erase_if(snapshots_, [&rows](const model::KvRingSnapshot& s) {
+    return std::find(rows.image_starts.begin(), rows.image_starts.end(), s.position) == rows.image_starts.end();
+  });
   keys_ = std::move(rows.keys);
   held_ = std::move(rows.images);
   for (const auto& s : snapshots_) r.snapshot_bytes += s.bytes();
