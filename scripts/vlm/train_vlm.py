@@ -98,6 +98,20 @@ def render(tpl, question, with_image, answer=None):
                       reasoning_effort=EFFORT, bos_token="<|begin_of_text|>")
 
 
+def with_reading_task(rows):
+    """Adds to each training page "List the buttons." -> their labels in reading order (top
+    to bottom, left to right): a dense reading signal over every button, which the three
+    evaluated tasks need and which a single click or label does not supervise."""
+    out = []
+    for r in rows:
+        buttons = sorted((t["box"][1], t["box"][0], t["question"][len("Click the "):-len(" button.")])
+                         for t in r["tasks"] if t["kind"] == "click")
+        read = {"kind": "read", "question": "List the buttons.", "answer": ", ".join(b[2] for b in buttons),
+                "box": None}
+        out.append(dict(r, tasks=r["tasks"] + [read]))
+    return out
+
+
 def make_tokenizer(texts, vocab):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -215,13 +229,13 @@ def main():
     ap.add_argument("--test-pages", type=int, default=300)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     t_all = time.time()
-    train_rows = make_split(out, "train", args.train_pages, seed=1)
+    train_rows = with_reading_task(make_split(out, "train", args.train_pages, seed=1))
     make_split(out, "test", args.test_pages, seed=2)
     log(f"data: {len(train_rows)} train pages")
     tpl = template()
