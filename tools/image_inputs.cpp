@@ -23,15 +23,10 @@ std::unique_ptr<ImageInputs> ImageInputs::from_args(const Args& args, const mode
   std::unique_ptr<ImageInputs> in(new ImageInputs());
   const std::string path = args.get("--mmproj");
   in->tokens_ = vision::ImageTokenIds::of(model.tokenizer());
-  in->encoder_ = std::make_unique<vision::VisionEncoder>(vision::VisionEncoder::load(path));
   in->n_embd_ = model.config().n_embd;
-  SQZ_CHECK(in->encoder_->config().text_width == in->n_embd_, path, ": the projector's output width is ",
-            in->encoder_->config().text_width, ", the model's is ", in->n_embd_, " (not this model's projector)");
-  vision::PreprocessOptions opt;
-  opt.patch_size = int(in->encoder_->config().patch);
-  opt.merge_size = int(in->encoder_->config().merge);
-  opt.max_image_tokens = int(args.get_int("--max-image-tokens"));
-  opt.resample = vision::parse_resample(args.get("--resample"));
+  in->encoder_ = std::make_unique<vision::VisionEncoder>(vision::load_projector_for(path, in->n_embd_));
+  const vision::PreprocessOptions opt = vision::preprocess_options_for(
+      *in->encoder_, int(args.get_int("--max-image-tokens")), args.get("--resample"));
   in->cache_ = std::make_unique<vision::FeatureCache>(*in->encoder_, opt);
   return in;
 }

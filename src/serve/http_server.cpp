@@ -348,14 +348,9 @@ void Server::load() {
   l->ctx.reasoning_budgets = reasoning_budgets_from_metadata(l->model->file().metadata());
   if (!p_.mmproj_path.empty()) {
     l->ctx.image_tokens = vision::ImageTokenIds::of(l->model->tokenizer());
-    l->encoder = std::make_unique<vision::VisionEncoder>(vision::VisionEncoder::load(p_.mmproj_path));
-    SQZ_CHECK(l->encoder->config().text_width == c.n_embd, p_.mmproj_path, ": the projector's output width is ",
-              l->encoder->config().text_width, ", the model's is ", c.n_embd, " (not this model's projector)");
-    vision::PreprocessOptions opt;
-    opt.patch_size = int(l->encoder->config().patch);
-    opt.merge_size = int(l->encoder->config().merge);
-    opt.max_image_tokens = p_.max_image_tokens;
-    opt.resample = vision::parse_resample(p_.resample);
+    l->encoder = std::make_unique<vision::VisionEncoder>(vision::load_projector_for(p_.mmproj_path, c.n_embd));
+    const vision::PreprocessOptions opt =
+        vision::preprocess_options_for(*l->encoder, p_.max_image_tokens, p_.resample);
     l->images = std::make_unique<vision::FeatureCache>(*l->encoder, opt);
     l->image_pool = std::make_unique<ThreadPool>();
     l->ctx.images = l->images.get();

@@ -6,8 +6,25 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "vision/resample.h"
 
 namespace squeeze::vision {
+
+VisionEncoder load_projector_for(const std::string& path, int64_t text_width) {
+  VisionEncoder encoder = VisionEncoder::load(path);
+  SQZ_CHECK(encoder.config().text_width == text_width, path, ": the projector's output width is ",
+            encoder.config().text_width, ", the model's is ", text_width, " (not this model's projector)");
+  return encoder;
+}
+
+PreprocessOptions preprocess_options_for(const VisionEncoder& encoder, int max_image_tokens, const std::string& resample) {
+  PreprocessOptions opt;
+  opt.patch_size = int(encoder.config().patch);
+  opt.merge_size = int(encoder.config().merge);
+  opt.max_image_tokens = max_image_tokens;
+  opt.resample = parse_resample(resample);
+  return opt;
+}
 
 std::string sha256_hex(std::span<const uint8_t> data) {
   unsigned char md[EVP_MAX_MD_SIZE];

@@ -28,6 +28,13 @@ class ThreadPool;
 
 namespace squeeze::vision {
 
+// The projector GGUF at `path` for a text model of width `text_width`; a projector of
+// another width (another model's) is refused with one line.
+VisionEncoder load_projector_for(const std::string& path, int64_t text_width);
+
+// Preprocessing in `encoder`'s patch and merge sizes; `resample` as parse_resample reads it.
+PreprocessOptions preprocess_options_for(const VisionEncoder& encoder, int max_image_tokens, const std::string& resample);
+
 // SHA-256 of `data`, as 64 hex digits.
 std::string sha256_hex(std::span<const uint8_t> data);
 

@@ -93,7 +93,9 @@ TEST(ImagePrompt, PlaceholdersWidenToTheImagesTokens) {
     const bool image_row = r.ids[i] == 99;
     EXPECT_EQ(r.embeddings[i] != nullptr, image_row) << i;
     EXPECT_EQ((r.keys[i] >> 63) == 1, image_row) << i;
-    if (!image_row) EXPECT_EQ(r.keys[i], text_key(r.ids[i]));
+    if (!image_row) {
+      EXPECT_EQ(r.keys[i], text_key(r.ids[i]));
+    }
   }
   EXPECT_EQ(r.embeddings[2], one->row(0));
   EXPECT_EQ(r.embeddings[4], one->row(2));
