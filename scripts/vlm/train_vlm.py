@@ -30,6 +30,7 @@ import torch
 from PIL import Image
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import MuseGlimmerConfig, MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast
+from transformers.modeling_outputs import BaseModelOutputWithPooling
 from transformers.models.muse_glimmer.image_processing_muse_glimmer import MuseGlimmerImageProcessor
 
 HERE = Path(__file__).resolve().parent
@@ -55,30 +56,85 @@ def log(*a):
 # ---- data ----
 
 def make_split(out, name, pages, seed):
-    """out/data/NAME/pageN.png + tasks.jsonl (one line per page). Resumable: pages on disk stay."""
+    """out/data/NAME/pageN.png + tasks.jsonl (one line per page: image, tasks, elements).
+    Resumable: the pages are drawn in order from the seed, and those on disk are not rendered
+    again."""
     d = out / "data" / name
     d.mkdir(parents=True, exist_ok=True)
-    index = d / "tasks.jsonl"
-    done = index.read_text().splitlines() if index.exists() else []
-    if len(done) >= pages:
-        return [json.loads(x) for x in done[:pages]]
     rng = random.Random(seed)
-    renderer = ui_pages.Renderer()
+    renderer = None
     rows = []
-    with open(index, "w") as f:
-        for i in range(pages):
-            page, _, tasks = ui_pages.make_page(rng)  # drawn in order, so a resumed run draws the same pages
-            png = d / f"page{i:05d}.png"
-            if i >= len(done) or not png.exists():
-                png.write_bytes(renderer.render(page))
-            row = {"image": png.name, "tasks": [{"kind": k, "question": q, "answer": a, "box": b}
-                                                for k, q, a, b in tasks]}
-            rows.append(row)
-            f.write(json.dumps(row) + "\n")
-            if (i + 1) % 500 == 0:
-                log(f"{name}: {i + 1}/{pages} pages")
-    renderer.close()
+    for i in range(pages):
+        page, elements, tasks = ui_pages.make_page(rng)
+        png = d / f"page{i:05d}.png"
+        if not png.exists():
+            renderer = renderer or ui_pages.Renderer()
+            part = png.with_suffix(".part")
+            part.write_bytes(renderer.render(page))
+            part.rename(png)
+        rows.append({"image": png.name, "elements": elements,
+                     "tasks": [{"kind": k, "question": q, "answer": a, "box": b} for k, q, a, b in tasks]})
+        if renderer and (i + 1) % 500 == 0:
+            log(f"{name}: {i + 1}/{pages} pages")
+    if renderer:
+        renderer.close()
+    (d / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
+
+
+# ---- reading pretraining: what each image token's cell shows ----
+
+WORDS = sorted(set(ui_pages.BUTTONS + ["OK"] + ui_pages.MESSAGES + ui_pages.CHECKS + ui_pages.TITLES +
+                   [m for menu in ui_pages.MENUS for m in menu]))
+CELL = 28  # pixels per image token: a 2 x 2 merge of 14-pixel patches
+GRID_W, GRID_H = ui_pages.WIDTH // CELL, ui_pages.HEIGHT // CELL
+# The words and controls in a cell, and the cell's column and row: a click is answered in
+# pixels, so the features must keep where they are as well as what they show.
+CELL_CLASSES = (WORDS + ["button", "dialog", "checked", "unchecked"] + [f"column {i}" for i in range(GRID_W)] +
+                [f"row {i}" for i in range(GRID_H)])
+
+
+def cell_targets(elements, width, height):
+    """[cells, classes] multi-hot, cells in the image tokens' raster order: the words and
+    controls whose box covers at least 4 x 4 pixels of the cell, its column and its row."""
+    gw, gh = width // CELL, height // CELL
+    assert (gw, gh) == (GRID_W, GRID_H), (width, height)
+    t = torch.zeros(gh * gw, len(CELL_CLASSES))
+    index = {c: i for i, c in enumerate(CELL_CLASSES)}
+    for cy in range(gh):
+        for cx in range(gw):
+            t[cy * gw + cx, index[f"column {cx}"]] = t[cy * gw + cx, index[f"row {cy}"]] = 1
+    for e in elements:
+        x, y, w, h = e["box"]
+        classes = [e["label"]] if e["label"] else []
+        if e["kind"] in ("button", "dialog"):
+            classes.append(e["kind"])
+        for cy in range(gh):
+            for cx in range(gw):
+                ox = min(x + w, (cx + 1) * CELL) - max(x, cx * CELL)
+                oy = min(y + h, (cy + 1) * CELL) - max(y, cy * CELL)
+                if ox >= 4 and oy >= 4:
+                    for c in classes:
+                        t[cy * gw + cx, index[c]] = 1
+    return t
+
+
+class ReadingHead(torch.nn.Module):
+    """A linear probe from the features that enter the language model to the cell classes;
+    trained with the tower so that those features name what each cell shows (dropped after
+    training: not part of the exported model)."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.proj = torch.nn.Linear(width, len(CELL_CLASSES))
+
+    def loss(self, features, targets):
+        logits = self.proj(features)
+        bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, targets, reduction="sum")
+        words = targets[:, :len(WORDS)]
+        has = words.sum(1) > 0
+        hit = words[has].gather(1, logits[has, :len(WORDS)].argmax(1, keepdim=True)).mean() if has.any() else 0
+        return bce / targets.shape[0], float(hit)
 
 
 # ---- text ----
@@ -90,11 +146,19 @@ def template():
 
 
 def render(tpl, question, with_image, answer=None):
-    content = ([{"type": "image"}] if with_image else []) + [{"type": "text", "text": question}]
-    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
-    if answer is not None:
-        msgs.append({"role": "assistant", "content": answer})
-    return tpl.render(messages=msgs, add_generation_prompt=answer is None, reasoning_strength=EFFORT,
+    return render_turns(tpl, [(question, answer)], with_image)
+
+
+def render_turns(tpl, turns, with_image):
+    """A conversation of (question, answer) turns about one screenshot (in the first user
+    message); a last answer of None ends with the generation prompt."""
+    msgs = [{"role": "system", "content": SYSTEM}]
+    for i, (question, answer) in enumerate(turns):
+        content = ([{"type": "image"}] if with_image and i == 0 else []) + [{"type": "text", "text": question}]
+        msgs.append({"role": "user", "content": content})
+        if answer is not None:
+            msgs.append({"role": "assistant", "content": answer})
+    return tpl.render(messages=msgs, add_generation_prompt=turns[-1][1] is None, reasoning_strength=EFFORT,
                       reasoning_effort=EFFORT, bos_token="<|begin_of_text|>")
 
 
@@ -134,7 +198,7 @@ def make_config(vocab, ids):
     vision = dict(num_hidden_layers=4, hidden_size=128, intermediate_size=256, num_attention_heads=4, patch_size=14,
                   pos_emb_height=16, pos_emb_width=16, max_position_embeddings=256)
     text = dict(vocab_size=vocab, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
-                num_key_value_heads=2, head_dim=64, sliding_window=64, max_position_embeddings=512,
+                num_key_value_heads=2, head_dim=64, sliding_window=256, max_position_embeddings=512,
                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
                 bos_token_id=ids["<|begin_of_text|>"], eos_token_id=ids["<|end_of_text|>"])
     return MuseGlimmerConfig(text_config=text, vision_config=vision, out_hidden_size=4 * 128, projector_hidden_size=256,
@@ -142,13 +206,17 @@ def make_config(vocab, ids):
 
 
 class Examples:
-    """Every (page, task) as token ids with the answer's span, and the pages' pixel values."""
+    """Token ids with their answers' spans, and the pages' pixel values. conversations=True:
+    one item per page, all its tasks as turns of one conversation in a random order (every
+    turn's answer supervised: several times the answer tokens per step for little more
+    compute, the first turn laid out as a single question is); else one item per task."""
 
-    def __init__(self, out, split, rows, tok, tpl, with_image):
+    def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False):
         self.items = []
         proc = MuseGlimmerImageProcessor()
-        self.pixels, self.grids = [], []
+        self.pixels, self.grids, self.cells = [], [], []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
+        order = random.Random(5)
         for p, row in enumerate(rows):
             tokens = 0
             if with_image:
@@ -157,16 +225,29 @@ class Examples:
                 self.pixels.append(pv["pixel_values"])
                 self.grids.append(pv["image_grid_thw"])
                 tokens = int(pv["image_grid_thw"][0].prod()) // 4
-            for t in row["tasks"]:
-                prompt = tok.encode(render(tpl, t["question"], with_image)).ids
-                full = tok.encode(render(tpl, t["question"], with_image, t["answer"])).ids
-                assert full[:len(prompt)] == prompt, (prompt, full)
+                self.cells.append(cell_targets(row["elements"], img.width, img.height))
+                assert self.cells[-1].shape[0] == tokens, (self.cells[-1].shape, tokens)
+
+            def encode(turns):
+                out_ids = tok.encode(render_turns(tpl, turns, with_image)).ids
                 if with_image:  # the processor's expansion of the placeholder
-                    at = prompt.index(ids["<|patch|>"])
+                    at = out_ids.index(ids["<|patch|>"])
                     widen = [ids["<|image_start|>"]] + [ids["<|patch|>"]] * tokens + [ids["<|image_end|>"]]
-                    prompt = prompt[:at] + widen + prompt[at + 1:]
-                    full = full[:at] + widen + full[at + 1:]
-                self.items.append((p, full, len(prompt)))
+                    out_ids = out_ids[:at] + widen + out_ids[at + 1:]
+                return out_ids
+
+            qa = [(t["question"], t["answer"]) for t in row["tasks"]]
+            if conversations:
+                order.shuffle(qa)
+            for group in ([qa] if conversations else [[x] for x in qa]):
+                full = encode(group)
+                spans = []
+                for k in range(len(group)):
+                    prompt = encode(group[:k] + [(group[k][0], None)])
+                    upto = encode(group[:k + 1])
+                    assert full[:len(upto)] == upto and upto[:len(prompt)] == prompt, (prompt, upto, full)
+                    spans.append((len(prompt), len(upto)))
+                self.items.append((p, full, spans))
 
 
 def batch_of(ex, picks, with_image, pad):
@@ -175,19 +256,65 @@ def batch_of(ex, picks, with_image, pad):
     input_ids = torch.full((len(seqs), n), pad, dtype=torch.long)
     labels = torch.full((len(seqs), n), -100, dtype=torch.long)
     mask = torch.zeros((len(seqs), n), dtype=torch.long)
-    for b, (_, full, answer_at) in enumerate(seqs):
+    for b, (_, full, spans) in enumerate(seqs):
         input_ids[b, :len(full)] = torch.tensor(full)
-        labels[b, answer_at:len(full)] = torch.tensor(full[answer_at:])
+        for begin, end in spans:
+            labels[b, begin:end] = torch.tensor(full[begin:end])
         mask[b, :len(full)] = 1
     kw = dict(input_ids=input_ids, attention_mask=mask, labels=labels)
-    if with_image:
-        kw["pixel_values"] = torch.cat([ex.pixels[s[0]] for s in seqs])
-        kw["image_grid_thw"] = torch.cat([ex.grids[s[0]] for s in seqs])
+    if with_image:  # the cached features of stage 1's tower
+        kw["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=[ex.features[s[0]] for s in seqs])}
     return kw
 
 
-def train(name, model, ex, steps, batch, lr, with_image, pad, out, log_every=50):
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+def image_features(model, pixels, grids):
+    out = model.model.get_image_features(pixels, grids).pooler_output
+    return torch.cat(list(out)) if isinstance(out, (list, tuple)) else out
+
+
+def pretrain_reading(model, head, ex, steps, batch, lr, log_every=100):
+    """Stage 1: the vision tower, adapter and projection learn to read, each image token's
+    features made to name the words and controls in its cell (ReadingHead), with the
+    language model untouched. Without it the jointly trained model never used the image
+    (two runs of 3,000 steps: its answers ignored the screenshot, see docs/vision.md)."""
+    params = [p for n, p in model.named_parameters() if "language_model" not in n and "lm_head" not in n]
+    opt = torch.optim.AdamW(params + list(head.parameters()), lr=lr, weight_decay=0.01)
+    rng = random.Random(11)
+    curve, hits, t0 = [], [], time.time()
+    model.train()
+    for step in range(1, steps + 1):
+        for g in opt.param_groups:
+            g["lr"] = lr * min(1.0, step / 100) * 0.5 * (1 + math.cos(math.pi * step / steps))
+        pages = [rng.randrange(len(ex.pixels)) for _ in range(batch)]
+        feats = image_features(model, torch.cat([ex.pixels[p] for p in pages]), torch.cat([ex.grids[p] for p in pages]))
+        loss, hit = head.loss(feats, torch.cat([ex.cells[p] for p in pages]))
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        curve.append(loss.item())
+        hits.append(hit)
+        if step % log_every == 0 or step == steps:
+            log(f"reading: step {step}/{steps} loss {np.mean(curve[-log_every:]):.4f} "
+                f"word hit {np.mean(hits[-log_every:]):.3f} ({time.time() - t0:.0f} s)")
+    return curve, hits, time.time() - t0
+
+
+def cache_features(model, ex, batch=32):
+    """Each page's image features from the (now frozen) tower, computed once for stage 2."""
+    ex.features = []
+    with torch.no_grad():
+        for i in range(0, len(ex.pixels), batch):
+            pages = range(i, min(i + batch, len(ex.pixels)))
+            feats = image_features(model, torch.cat([ex.pixels[p] for p in pages]), torch.cat([ex.grids[p] for p in pages]))
+            ex.features += list(torch.split(feats, [len(ex.cells[p]) for p in pages]))
+
+
+def train(name, model, ex, steps, batch, lr, with_image, pad, log_every=50):
+    """Stage 2: the language model on the tasks, loss on the answer only; the tower, adapter
+    and projection stay as stage 1 left them (their features cached per page)."""
+    params = [p for n, p in model.named_parameters() if "language_model" in n or "lm_head" in n]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
     rng = random.Random(7)
     curve = []
     t0 = time.time()
@@ -200,7 +327,7 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, out, log_every=50)
         loss = model(**batch_of(ex, picks, with_image, pad)).loss
         opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         curve.append(loss.item())
         if step % log_every == 0 or step == steps:
@@ -227,9 +354,11 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--train-pages", type=int, default=3000)
     ap.add_argument("--test-pages", type=int, default=300)
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--reading-steps", type=int, default=2000)
+    ap.add_argument("--reading-lr", type=float, default=2e-3)
+    ap.add_argument("--steps", type=int, default=4000)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -243,15 +372,21 @@ def main():
     tok = make_tokenizer(texts, 1024)
     ids = {s: tok.token_to_id(s) for s in SPECIALS}
     assert all(i >= tok.get_vocab_size() - len(SPECIALS) for i in ids.values()), ids
-    report = {"train_pages": args.train_pages, "steps": args.steps, "batch": args.batch, "lr": args.lr}
+    report = {k: v for k, v in vars(args).items() if k not in ("out", "threads")}
     for with_image, name in ((True, "vlm"), (False, "text-only")):
-        ex = Examples(out, "train", train_rows, tok, tpl, with_image)
+        ex = Examples(out, "train", train_rows, tok, tpl, with_image, conversations=True)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
         model = MuseGlimmerForConditionalGeneration(cfg)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"{name}: {len(ex.items)} examples, {n_params / 1e6:.2f}M parameters")
-        curve, seconds = train(name, model, ex, args.steps, args.batch, args.lr, with_image, ids["<|end_of_text|>"], out)
+        if with_image:
+            head = ReadingHead(cfg.text_config.hidden_size)
+            curve, hits, seconds = pretrain_reading(model, head, ex, args.reading_steps, args.batch, args.reading_lr)
+            report["reading"] = {"seconds": seconds, "loss_curve": curve[::10], "word_hit_curve": hits[::10],
+                                 "final_word_hit": float(np.mean(hits[-100:]))}
+            cache_features(model, ex)
+        curve, seconds = train(name, model, ex, args.steps, args.batch, args.lr, with_image, ids["<|end_of_text|>"])
         export(model, tok, cfg, out / f"{name}-hf", out / f"{name}.gguf", out / f"{name}-mmproj.gguf", with_image)
         report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": seconds,
                         "loss_curve": curve[::10], "final_loss": float(np.mean(curve[-100:]))}

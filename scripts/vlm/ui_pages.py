@@ -55,19 +55,22 @@ def _text_width(text, size, font):
 
 
 def make_page(rng, width=WIDTH, height=HEIGHT):
-    """(html, elements, tasks). elements: dicts with kind, label, box (x, y, w, h)."""
+    """(html, elements, tasks). elements: every text and control on the page as dicts with kind
+    (title, menu, button, dialog, message, checkbox, label), label and box (x, y, w, h); a text's
+    box is estimated from its font size (the reading pretraining's targets need no more)."""
     font = rng.choice(FONTS)
     size = rng.randint(13, 16)
     back = rng.choice(BACKS)
     title = rng.choice(TITLES)
     parts = [f'<div style="position:absolute;left:0;top:0;width:{width}px;height:22px;background:#3a3f4b;color:#fff;'
              f'font:bold 13px \'{font}\';line-height:22px;padding-left:8px">{html.escape(title)}</div>']
+    elements, tasks = [{"kind": "title", "label": title, "box": (8, 4, _text_width(title, 13, font), 15)}], []
     x = 6
     for m in rng.choice(MENUS):
         parts.append(f'<div style="position:absolute;left:{x}px;top:24px;font:12px \'{font}\';color:#333">{m}</div>')
+        elements.append({"kind": "menu", "label": m, "box": (x, 25, _text_width(m, 12, font), 13)})
         x += _text_width(m, 12, font) + 12
     taken = [(0, 0, width, 40)]
-    elements, tasks = [], []
 
     def place(w, h, area=(4, 42, width - 4, height - 4)):
         for _ in range(200):
@@ -93,6 +96,10 @@ def make_page(rng, width=WIDTH, height=HEIGHT):
             parts.append(f'<div style="position:absolute;left:{bx + bw // 2 - 18}px;top:{by + 36}px;width:36px;'
                          f'height:20px;background:#ddd;border:1px solid #777;font:12px \'{font}\';text-align:center;'
                          f'line-height:20px">OK</div>')
+            tw = _text_width(message, size, font)
+            elements += [{"kind": "dialog", "label": None, "box": box},
+                         {"kind": "message", "label": message, "box": (bx + (bw - tw) // 2, by + 9, tw, size + 2)},
+                         {"kind": "button", "label": "OK", "box": (bx + bw // 2 - 18, by + 36, 36, 20)}]
             tasks.append(("dialog", QUESTIONS["dialog"], message, None))
     else:
         labels = rng.sample(CHECKS, 3)
@@ -109,6 +116,10 @@ def make_page(rng, width=WIDTH, height=HEIGHT):
                              f'line-height:{size}px;text-align:center;color:#1a5fd0">{mark}</div>')
                 parts.append(f'<div style="position:absolute;left:{bx + size + 8}px;top:{y}px;'
                              f'font:{size}px \'{font}\';color:#111;line-height:{size + 2}px">{html.escape(label)}</div>')
+                elements += [{"kind": "checkbox", "label": "checked" if i == checked else "unchecked",
+                              "box": (bx, y, size + 2, size + 2)},
+                             {"kind": "label", "label": label,
+                              "box": (bx + size + 8, y + 1, _text_width(label, size, font), size + 1)}]
             tasks.append(("checkbox", QUESTIONS["checkbox"], labels[checked], None))
 
     for label in rng.sample(BUTTONS, rng.randint(2, 4)):
