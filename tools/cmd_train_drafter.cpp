@@ -38,6 +38,9 @@ int run_train_drafter(int argc, char** argv) {
       .option({"--data"}, "DIR", "where the generated continuations and taps are stored (reused when present)")
       .option({"-o", "--out"}, "FILE", "the drafter GGUF to write")
       .option({"--init"}, "FILE", "start from this drafter instead of random weights")
+      .int_option({"--init-layers"}, "FIRST",
+                  "start draft layer i as a copy of the target's layer FIRST + i, fc passing the last tap (-1: random)",
+                  {-1, 1 << 20}, "-1")
       .int_option({"--gen-tokens"}, "N", "continuation tokens per prompt at most", {1, 1 << 16}, "128")
       .real_option({"--gen-temp"}, "T", "temperature of the continuations (0: greedy)", {.min = 0}, "0")
       .int_option({"--val"}, "N", "prompts held out for validation", {1, 1 << 20}, "16")
@@ -75,14 +78,18 @@ int run_train_drafter(int argc, char** argv) {
 
   // the drafter: from --init, else the reference recipe for this target
   const int64_t mask = args.get_int("--mask-token") >= 0 ? args.get_int("--mask-token") : target->config().n_vocab - 1;
-  train::DraftTrainModel drafter =
-      args.has("--init") ? train::DraftTrainModel::load(args.get("--init"))
-                         : train::DraftTrainModel::init(
-                               model::default_draft_config(target->config(), args.get_int("--layers"), args.get_int("--block"),
-                                                           mask, args.get_int("--window")),
-                               static_cast<uint64_t>(args.get_int("--seed")));
+  const int64_t init_layers = args.get_int("--init-layers");
+  SQZ_CHECK(!(args.has("--init") && init_layers >= 0), "--init and --init-layers exclude each other");
+  const auto fresh = [&] {
+    const model::DraftConfig c = model::default_draft_config(target->config(), args.get_int("--layers"),
+                                                             args.get_int("--block"), mask, args.get_int("--window"));
+    const auto seed = static_cast<uint64_t>(args.get_int("--seed"));
+    return init_layers >= 0 ? train::DraftTrainModel::init_from_target(c, *target, init_layers, seed)
+                            : train::DraftTrainModel::init(c, seed);
+  };
+  train::DraftTrainModel drafter = args.has("--init") ? train::DraftTrainModel::load(args.get("--init")) : fresh();
   drafter.config().check_target(target->config());
-  if (!args.has("--init")) {
+  if (!args.has("--init") && init_layers < 0) {
     // the final norm feeds the target's head, as the target's own final norm does: start
     // from its scale rather than 1 (SmolLM2's is 1.8 on average)
     const auto& norm = target->weights().output_norm;

@@ -42,6 +42,71 @@ DraftTrainModel DraftTrainModel::init(const model::DraftConfig& config, uint64_t
   return m;
 }
 
+DraftTrainModel DraftTrainModel::init_from_target(const model::DraftConfig& config, const model::Model& target,
+                                                  int64_t first_layer, uint64_t seed) {
+  const model::ModelConfig& tc = target.config();
+  const model::DraftConfig& c = config;
+  SQZ_CHECK(first_layer >= 0 && first_layer + c.n_layer <= tc.n_layer, "drafter init: target layers ", first_layer, " .. ",
+            first_layer + c.n_layer - 1, " do not exist (the target has ", tc.n_layer, ")");
+  SQZ_CHECK(c.n_embd == tc.n_embd && c.n_head == tc.n_head && c.n_head_kv == tc.n_head_kv && c.head_dim == tc.head_dim &&
+                c.n_ff == tc.n_ff,
+            "drafter init: the drafter's layer shape differs from the target's; cannot copy its layers");
+  DraftTrainModel m = init(config, seed);
+  const model::Weights& tw = target.weights();
+  const int64_t D = c.head_dim;
+  const auto copy_matrix = [&](const quant::QMatrix& q, Parameter& p, bool neox_rows) {
+    SQZ_CHECK(q.data != nullptr && q.rows == p.rows && q.cols == p.cols, "drafter init: target matrix for ", p.name,
+              " missing or of another shape");
+    std::vector<float> row(static_cast<size_t>(q.cols));
+    for (int64_t r = 0; r < q.rows; ++r) {
+      // adjacent pairs (2i, 2i+1) of a head become NeoX's (i, i + D/2)
+      int64_t to = r;
+      if (neox_rows) {
+        const int64_t head = r / D, j = r % D;
+        to = head * D + (j % 2 == 0 ? j / 2 : D / 2 + j / 2);
+      }
+      model::dequantize_row(q, r, row.data());
+      std::copy(row.begin(), row.end(), p.value.begin() + to * q.cols);
+    }
+  };
+  const auto copy_norm = [&](const std::vector<float>& v, Parameter& p) {
+    SQZ_CHECK(static_cast<int64_t>(v.size()) == p.cols, "drafter init: target norm for ", p.name, " missing");
+    p.value.assign(v.begin(), v.end());
+  };
+  const bool reorder = tc.rope_type == model::RopeType::normal;
+  const int64_t E = c.n_embd, n_taps = c.n_taps();
+  for (Parameter& p : m.params_) {
+    if (p.name == "fc.weight") {  // [E, n_taps · E]: the last tap through unchanged
+      std::fill(p.value.begin(), p.value.end(), 0.0f);
+      for (int64_t r = 0; r < E; ++r) p.value[static_cast<size_t>(r * n_taps * E + (n_taps - 1) * E + r)] = 1.0f;
+      continue;
+    }
+    if (p.name == "enc.output_norm.weight") {
+      copy_norm(tw.layers[static_cast<size_t>(first_layer)].attn_norm, p);
+      continue;
+    }
+    if (p.name == "output_norm.weight") {
+      copy_norm(tw.output_norm, p);
+      continue;
+    }
+    if (p.layer < 0) continue;
+    const model::LayerWeights& L = tw.layers[static_cast<size_t>(first_layer + p.layer)];
+    const std::string part = p.name.substr(p.name.find('.', 4) + 1);  // after "blk.N."
+    if (part == "attn_norm.weight") copy_norm(L.attn_norm, p);
+    else if (part == "ffn_norm.weight") copy_norm(L.ffn_norm, p);
+    else if (part == "attn_q.weight") copy_matrix(L.wq, p, reorder);
+    else if (part == "attn_k.weight") copy_matrix(L.wk, p, reorder);
+    else if (part == "attn_v.weight") copy_matrix(L.wv, p, false);
+    else if (part == "attn_output.weight") copy_matrix(L.wo, p, false);
+    else if (part == "ffn_gate.weight") copy_matrix(L.w_gate, p, false);
+    else if (part == "ffn_up.weight") copy_matrix(L.w_up, p, false);
+    else if (part == "ffn_down.weight") copy_matrix(L.w_down, p, false);
+    else if (part == "attn_q_norm.weight" && !L.q_norm.empty()) copy_norm(L.q_norm, p);
+    else if (part == "attn_k_norm.weight" && !L.k_norm.empty()) copy_norm(L.k_norm, p);
+  }
+  return m;
+}
+
 DraftTrainModel DraftTrainModel::load(const std::string& path) {
   const gguf::File f(path);
   DraftTrainModel m(model::draft_config_from_gguf(f));

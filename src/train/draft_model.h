@@ -17,6 +17,7 @@
 
 #include "gguf/ggml_type.h"
 #include "model/draft_config.h"
+#include "model/model.h"
 #include "train/glimmer_model.h"
 #include "train/tape.h"
 
@@ -27,6 +28,14 @@ class DraftTrainModel {
   // Fresh weights: matrices N(0, 1/cols), the residual writers (attn_output, ffn_down)
   // further × 1/sqrt(2·n_layer), norms 1.
   static DraftTrainModel init(const model::DraftConfig& config, uint64_t seed);
+  // Fresh weights as init(), then every draft layer i a copy of the target's layer
+  // first_layer + i (norms, projections, FFN; q / k rows reordered to NeoX pairing when the
+  // target rotates adjacent pairs), fc reading the last tap only (an identity block) and
+  // the fusion norm the first copied layer's attention norm: the draft layers start as
+  // the target's own computation on its tapped features instead of from noise (EAGLE's
+  // drafters start from a target layer too). Needs the target's attention layout.
+  static DraftTrainModel init_from_target(const model::DraftConfig& config, const model::Model& target,
+                                          int64_t first_layer, uint64_t seed);
   // A drafter GGUF (F32 or any type squeeze computes with) as the starting point.
   static DraftTrainModel load(const std::string& path);
 
