@@ -25,16 +25,23 @@ const QuantTraits& check(const QMatrix& W, const QuantTraits* kernels) {
 }
 
 // Quantizes M activation rows to the dot type; returns the row stride in bytes.
+// block_sums: each row also carries its blocks' sums (packed Q4_1, quant/packed.h).
 int64_t quantize_activations(const QuantTraits& t, const float* X, int64_t ldx, int64_t M, int64_t K,
-                             AlignedBuffer& buf, ThreadPool* pool) {
+                             AlignedBuffer& buf, ThreadPool* pool, bool block_sums = false) {
   if (t.dot_type == GgmlType::F32) return 0;  // used in place
   // The weight kernels' ISA (the AVX2 and scalar quantizers write identical bytes).
   const QuantTraits* at = traits_for(t.dot_type, t.isa);
   SQZ_CHECK(at && at->quantize_act_row, "matmul: no activation quantizer for ", t.name);
-  const int64_t stride = (K / at->block_size * at->block_bytes + 63) / 64 * 64;
+  SQZ_CHECK(!block_sums || t.dot_type == GgmlType::Q8_0, "matmul: block sums of ", at->name, " activations");
+  const int64_t nb = K / at->block_size;
+  const int64_t stride = (nb * at->block_bytes + (block_sums ? nb * 2 : 0) + 63) / 64 * 64;
   if (buf.size() < static_cast<size_t>(stride * M)) buf = AlignedBuffer(static_cast<size_t>(stride * M));
   auto body = [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) at->quantize_act_row(X + m * ldx, buf.as<uint8_t>() + m * stride, K);
+    for (int64_t m = m0; m < m1; ++m) {
+      uint8_t* row = buf.as<uint8_t>() + m * stride;
+      at->quantize_act_row(X + m * ldx, row, K);
+      if (block_sums) write_act_block_sums(row, K);
+    }
   };
   if (pool) pool->parallel_for(0, M, body, {ThreadPool::Schedule::Static, 8});
   else body(0, M);
@@ -133,9 +140,10 @@ void gemv(ThreadPool& pool, const QMatrix& W, const float* x, float* y, const Qu
     return;
   }
   const int64_t K = W.cols;
-  const int64_t stride = quantize_activations(t, x, K, 1, K, t_act, nullptr);
+  const PackedKernels pk = packed_kernels_for(W, kernels);
+  const int64_t stride = quantize_activations(t, x, K, 1, K, t_act, nullptr, pk && packed_needs_act_sums(W.type));
   const void* act = stride ? t_act.data() : static_cast<const void*>(x);
-  if (const PackedKernels pk = packed_kernels_for(W, kernels)) {
+  if (pk) {
     pool.parallel_for(0, packed_group_count(W), [&](int64_t g0, int64_t g1) {
       packed_groups(pk, W, static_cast<const uint8_t*>(act), stride, 1, y, W.rows, g0, g1);
     });
@@ -178,6 +186,15 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
   GgmlType act_types[kMaxParts];
   int n_acts = 0;
   int64_t total = 0;
+  // an activation row shared by a packed Q4_1 matrix carries the block sums (the other
+  // kernels read only its blocks)
+  bool sums_for[kMaxParts] = {};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const QMatrix& W = outputs[i].W;
+    if (!packed_kernels_for(W, nullptr) || !packed_needs_act_sums(W.type)) continue;
+    for (size_t j = 0; j < outputs.size(); ++j)
+      sums_for[j] = sums_for[j] || traits(outputs[j].W.type).dot_type == traits(W.type).dot_type;
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const QMatrix& W = outputs[i].W;
     SQZ_CHECK(W.cols == K, "gemv_many: matrices of ", K, " and ", W.cols, " columns");
@@ -191,7 +208,7 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
     while (a < n_acts && act_types[a] != t.dot_type) ++a;
     if (a == n_acts) {  // the first matrix with this activation type quantizes x
       act_types[n_acts++] = t.dot_type;
-      quantize_activations(t, x, K, 1, K, t_acts[a], nullptr);
+      quantize_activations(t, x, K, 1, K, t_acts[a], nullptr, sums_for[i]);
     }
     p.act = t_acts[a].data();
   }
@@ -228,7 +245,7 @@ void gemm(ThreadPool& pool, const QMatrix& W, const GemmParams& p) {
   SQZ_CHECK(p.X != nullptr && p.Y != nullptr, "gemm: null buffer");
   if (const PackedKernels pk = packed_kernels_for(W, p.kernels)) {
     AlignedBuffer act;
-    const int64_t stride = quantize_activations(t, p.X, ldx, M, K, act, &pool);
+    const int64_t stride = quantize_activations(t, p.X, ldx, M, K, act, &pool, packed_needs_act_sums(W.type));
     // One token: static ranges (each thread streams its own stretch of W); a batch:
     // blocks of four groups handed out as threads free up.
     const ThreadPool::ForOptions opt =

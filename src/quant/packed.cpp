@@ -26,6 +26,10 @@ void avx512_packed_gemv_q4_k(int64_t K, const void* const* groups, int ng, const
                              const int* n_valid);
 void avx512_packed_gemv_q6_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                              const int* n_valid);
+void avx512_packed_tile_q4_1(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                             int64_t ldy, int n_valid);
+void avx512_packed_gemv_q4_1(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                             const int* n_valid);
 }  // namespace impl
 
 namespace {
@@ -143,6 +147,47 @@ void ref_packed_tile_q6k(int64_t K, const void* group, const void* a, int64_t a_
   }
 }
 
+void pack_group_q41(const uint8_t* src, int64_t row_bytes, int n_rows, int64_t nb, PackedQ4_1* dst) {
+  std::memset(dst, 0, static_cast<size_t>(nb) * sizeof(PackedQ4_1));
+  for (int r = 0; r < n_rows; ++r) {
+    const auto* row = reinterpret_cast<const BlockQ4_1*>(src + r * row_bytes);
+    for (int64_t i = 0; i < nb; ++i) {
+      PackedQ4_1& p = dst[i];
+      p.d[r] = row[i].d;
+      p.m[r] = row[i].m;
+      for (int q = 0; q < 4; ++q) std::memcpy(p.qs[q][r], row[i].qs + 4 * q, 4);
+    }
+  }
+}
+
+// The definition of the packed Q4_1 product (quant/packed.h).
+void ref_packed_tile_q41(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                         int64_t ldy, int n_valid) {
+  const auto* g = static_cast<const PackedQ4_1*>(group);
+  const int64_t nb = K / kQK;
+  for (int t = 0; t < nt; ++t) {
+    const void* row = static_cast<const uint8_t*>(a) + t * a_stride;
+    const auto* act = static_cast<const BlockQ8_0*>(row);
+    const int16_t* sums = act_block_sums(row, K);
+    for (int r = 0; r < n_valid; ++r) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < nb; ++i) {
+        const PackedQ4_1& p = g[i];
+        int32_t sumi = 0;
+        for (int q = 0; q < 4; ++q)
+          for (int e = 0; e < 4; ++e) {
+            const uint8_t byte = p.qs[q][r][e];
+            sumi += (byte & 0x0F) * act[i].qs[4 * q + e] + (byte >> 4) * act[i].qs[16 + 4 * q + e];
+          }
+        const float ad = f16_to_f32(act[i].d);
+        acc = std::fma(f16_to_f32(p.d[r]) * ad, static_cast<float>(sumi), acc);
+        acc = std::fma(f16_to_f32(p.m[r]) * ad, static_cast<float>(sums[i]), acc);
+      }
+      y[t * ldy + r] = acc;
+    }
+  }
+}
+
 template <PackedTile Tile>
 void ref_packed_gemv(int64_t K, const void* const* groups, int ng, const void* a, float* const* y, const int* n_valid) {
   for (int k = 0; k < ng; ++k) Tile(K, groups[k], a, 0, 1, y[k], 0, n_valid[k]);
@@ -158,9 +203,15 @@ struct KernelPair {
 };
 
 // The kernels of a packed type for an ISA: the scalar reference, or AVX-512 VNNI where the
-// CPU has it; none for the other ISAs and types.
+// CPU has it; none for the other ISAs and types (whose matrices then stay unpacked).
 KernelPair kernel_pair(GgmlType type, kernels::cpu::Isa isa) {
   using kernels::cpu::Isa;
+  if (type == GgmlType::Q4_1) {
+    if (isa == Isa::Scalar) return {ref_packed_tile_q41, ref_packed_gemv<ref_packed_tile_q41>};
+    if (isa == Isa::Avx512 && cpu_features().has_avx512_vnni())
+      return {impl::avx512_packed_tile_q4_1, impl::avx512_packed_gemv_q4_1};
+    return {};
+  }
   const bool q4 = type == GgmlType::Q4_K;
   if (!q4 && type != GgmlType::Q6_K) return {};
   if (isa == Isa::Scalar)
@@ -187,11 +238,26 @@ bool packs(GgmlType type) {
   return enabled && isa != kernels::cpu::Isa::Scalar && packed_tile(type, isa) != nullptr;
 }
 
+bool packed_needs_act_sums(GgmlType type) { return type == GgmlType::Q4_1; }
+
+void write_act_block_sums(void* row, int64_t K) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(row);
+  auto* sums = reinterpret_cast<int16_t*>(static_cast<uint8_t*>(row) + K / kQK * static_cast<int64_t>(sizeof(BlockQ8_0)));
+  for (int64_t i = 0; i < K / kQK; ++i) {
+    int s = 0;
+    for (int j = 0; j < kQK; ++j) s += blocks[i].qs[j];
+    sums[i] = static_cast<int16_t>(s);
+  }
+}
+
 int64_t packed_group_bytes(GgmlType type, int64_t cols) {
-  SQZ_CHECK(type == GgmlType::Q4_K || type == GgmlType::Q6_K, "packed weights: no packed layout for ",
-            traits(type).name);
-  SQZ_CHECK(cols > 0 && cols % kQK_K == 0, "packed weights: row length ", cols, " is not a multiple of ", kQK_K);
-  return cols / kQK_K * static_cast<int64_t>(type == GgmlType::Q4_K ? sizeof(PackedQ4K) : sizeof(PackedQ6K));
+  SQZ_CHECK(type == GgmlType::Q4_K || type == GgmlType::Q6_K || type == GgmlType::Q4_1,
+            "packed weights: no packed layout for ", traits(type).name);
+  const int64_t block = type == GgmlType::Q4_1 ? kQK : kQK_K;
+  SQZ_CHECK(cols > 0 && cols % block == 0, "packed weights: row length ", cols, " is not a multiple of ", block);
+  const size_t bytes = type == GgmlType::Q4_K ? sizeof(PackedQ4K) : type == GgmlType::Q6_K ? sizeof(PackedQ6K)
+                                                                                            : sizeof(PackedQ4_1);
+  return cols / block * static_cast<int64_t>(bytes);
 }
 
 int64_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
@@ -199,12 +265,14 @@ int64_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 }
 
 void pack_matrix(GgmlType type, const void* src, int64_t rows, int64_t cols, void* dst) {
-  const int64_t gb = packed_group_bytes(type, cols), rb = row_bytes(type, cols), nb = cols / kQK_K;
+  const int64_t gb = packed_group_bytes(type, cols), rb = row_bytes(type, cols);
+  const int64_t nb = cols / (type == GgmlType::Q4_1 ? kQK : kQK_K);
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
   for (int64_t r0 = 0, g = 0; r0 < rows; r0 += kPackRows, ++g) {
     const int n = static_cast<int>(std::min<int64_t>(kPackRows, rows - r0));
     if (type == GgmlType::Q4_K) pack_group_q4k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4K*>(d + g * gb));
+    else if (type == GgmlType::Q4_1) pack_group_q41(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4_1*>(d + g * gb));
     else pack_group_q6k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ6K*>(d + g * gb));
   }
 }

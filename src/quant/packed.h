@@ -58,12 +58,35 @@ struct PackedQ6K {
 };
 static_assert(sizeof(PackedQ6K) == 3392);
 
-// The tile kernel: tokens t < nt ≤ kPackTokens, Q8_K activation rows at a + t·a_stride
-// bytes; writes y[t·ldy + r] for the group's rows r < n_valid. K a multiple of 256.
+// Q4_1 group of 16 rows × one 32-element block (320 bytes, as many as the rows' own
+// blocks). Byte e of quad q of row r is the row's qs[4q + e]: element 4q + e in the low
+// nibble, 16 + 4q + e in the high one. A row's value is d·code + m, so with a Q8_0
+// activation block (d_a, a) it accumulates fma(d[r]·d_a, Σ code·a, acc) then
+// fma(m[r]·d_a, Σ a, acc). Rows of any length that is a multiple of 32 pack (SmolLM2's
+// 576 is not one of 256, so K-quants cannot serve it).
+struct PackedQ4_1 {
+  uint16_t d[kPackRows];  // f16
+  uint16_t m[kPackRows];  // f16
+  uint8_t qs[4][kPackRows][4];
+};
+static_assert(sizeof(PackedQ4_1) == 320);
+
+// Activation rows of the packed Q4_1 kernels: the Q8_0 blocks, then each block's Σ a as
+// int16 (|Σ a| ≤ 32·127). The min term needs that sum once per block for all 16 rows of a
+// group; summing it inside the kernel would cost nearly as much as the dots.
+bool packed_needs_act_sums(GgmlType type);
+// Writes the sums after the K / 32 Q8_0 blocks at `row`.
+void write_act_block_sums(void* row, int64_t K);
+inline const int16_t* act_block_sums(const void* row, int64_t K) {
+  return reinterpret_cast<const int16_t*>(static_cast<const uint8_t*>(row) + K / 32 * 34);
+}
+
+// The tile kernel: tokens t < nt ≤ kPackTokens, activation rows (Q8_K; Q8_0 with sums
+// for Q4_1) at a + t·a_stride bytes; writes y[t·ldy + r] for the group's rows r < n_valid.
 using PackedTile = void (*)(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                             int64_t ldy, int n_valid);
 
-// The decode kernel: one Q8_K activation row a against ng ≤ kPackGemvGroups groups in
+// The decode kernel: one activation row a against ng ≤ kPackGemvGroups groups in
 // lockstep (several weight streams in flight); writes y[k][r] for r < n_valid[k]. Each
 // group's values are bit-identical to the tile's with nt = 1.
 inline constexpr int kPackGemvGroups = 4;
@@ -74,12 +97,12 @@ using PackedGemv = void (*)(int64_t K, const void* const* groups, int ng, const 
 PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa);
 PackedGemv packed_gemv(GgmlType type, kernels::cpu::Isa isa);
 
-// Packed layouts: Q4_K and Q6_K.
+// Packed layouts: Q4_K, Q6_K and Q4_1.
 // True if weights of `type` should be packed for the active ISA (it has a packed kernel and
 // SQUEEZE_REPACK is not 0).
 bool packs(GgmlType type);
 
-// Bytes of the packed form of a rows × cols matrix (cols a multiple of 256).
+// Bytes of the packed form of a rows × cols matrix (cols a multiple of the type's block).
 int64_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
 // Bytes of one packed group (kPackRows rows × cols).
 int64_t packed_group_bytes(GgmlType type, int64_t cols);

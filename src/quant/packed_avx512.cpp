@@ -1,4 +1,4 @@
-// quant/packed_avx512.cpp — the packed Q4_K and Q6_K × Q8_K tiles with AVX-512 VNNI. Compiled with
+// quant/packed_avx512.cpp — the packed Q4_K and Q6_K × Q8_K and Q4_1 × Q8_0 tiles with AVX-512 VNNI. Compiled with
 // squeeze_isa_sources(avx512 ...).
 //
 // One zmm of a packed group holds 4 codes of each of 16 rows; `vpdpbusd` with a broadcast
@@ -322,7 +322,106 @@ void gemv_q6k(int64_t K, const PackedQ6K* const* g, const BlockQ8_K* x, float* c
     _mm512_mask_storeu_ps(y[k], static_cast<__mmask16>((1u << n_valid[k]) - 1u), acc[k]);
 }
 
+// Q4_1: per block and token, 8 vpdpbusd over the group's four 64-byte quads (low and
+// high nibbles kept in two accumulators: two dependency chains), then the d and m terms
+// as the reference orders them. The exact integer sums make it bit for bit the reference.
+template <int NT>
+void tile_q41(int64_t K, const PackedQ4_1* g, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy,
+              int n_valid) {
+  const BlockQ8_0* x[NT];
+  const int16_t* sums[NT];
+  __m512 acc[NT];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+    x[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+    sums[t] = act_block_sums(x[t], K);
+    acc[t] = _mm512_setzero_ps();
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const int64_t nb = K / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    const PackedQ4_1& p = g[i];
+    __m512i lo_acc[NT], hi_acc[NT];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) lo_acc[t] = hi_acc[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const __m512i w = _mm512_loadu_si512(p.qs[q]);
+      const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        lo_acc[t] = _mm512_dpbusd_epi32(lo_acc[t], lo, broadcast4(x[t][i].qs + 4 * q));
+        hi_acc[t] = _mm512_dpbusd_epi32(hi_acc[t], hi, broadcast4(x[t][i].qs + 16 + 4 * q));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+    const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.m)));
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+      const __m512 ad = _mm512_set1_ps(_cvtsh_ss(x[t][i].d));
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, ad), _mm512_cvtepi32_ps(_mm512_add_epi32(lo_acc[t], hi_acc[t])), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(m, ad), _mm512_set1_ps(static_cast<float>(sums[t][i])), acc[t]);
+    }
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << n_valid) - 1u);
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
+}
+
+// One token × NG groups in lockstep (several weight streams in flight), the token's
+// broadcasts shared; per lane the operations of tile_q41<1>.
+template <int NG>
+void gemv_q41(int64_t K, const PackedQ4_1* const* g, const BlockQ8_0* x, float* const* y, const int* n_valid) {
+  const int16_t* sums = act_block_sums(x, K);
+  __m512 acc[NG];
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k) acc[k] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const int64_t nb = K / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    __m512i alo[4], ahi[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) alo[q] = broadcast4(x[i].qs + 4 * q), ahi[q] = broadcast4(x[i].qs + 16 + 4 * q);
+    const __m512 ad = _mm512_set1_ps(_cvtsh_ss(x[i].d));
+    const __m512 sa = _mm512_set1_ps(static_cast<float>(sums[i]));
+#pragma GCC unroll 4
+    for (int k = 0; k < NG; ++k) {
+      const PackedQ4_1& p = g[k][i];
+      __m512i lo_acc = _mm512_setzero_si512(), hi_acc = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const __m512i w = _mm512_loadu_si512(p.qs[q]);
+        lo_acc = _mm512_dpbusd_epi32(lo_acc, _mm512_and_si512(w, m4), alo[q]);
+        hi_acc = _mm512_dpbusd_epi32(hi_acc, _mm512_and_si512(_mm512_srli_epi16(w, 4), m4), ahi[q]);
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+      const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.m)));
+      acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(d, ad), _mm512_cvtepi32_ps(_mm512_add_epi32(lo_acc, hi_acc)), acc[k]);
+      acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(m, ad), sa, acc[k]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k)
+    _mm512_mask_storeu_ps(y[k], static_cast<__mmask16>((1u << n_valid[k]) - 1u), acc[k]);
+}
+
 }  // namespace
+
+void avx512_packed_tile_q4_1(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                             int64_t ldy, int n_valid) {
+  dispatch_count(nt, [&](auto n) {
+    tile_q41<decltype(n)::value>(K, static_cast<const PackedQ4_1*>(group), static_cast<const uint8_t*>(a), a_stride,
+                                 y, ldy, n_valid);
+  });
+}
+
+void avx512_packed_gemv_q4_1(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                             const int* n_valid) {
+  dispatch_count(ng, [&](auto n) {
+    gemv_q41<decltype(n)::value>(K, reinterpret_cast<const PackedQ4_1* const*>(groups),
+                                 static_cast<const BlockQ8_0*>(a), y, n_valid);
+  });
+}
 
 void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                              int64_t ldy, int n_valid) {

@@ -249,17 +249,23 @@ Packed make_packed(GgmlType type, int64_t rows, int64_t cols) {
 
 class PackedTypes : public ::testing::TestWithParam<GgmlType> {};
 
+// Row lengths: K-quants three super-blocks; Q4_1 SmolLM2's 576, no multiple of 256.
+int64_t packed_cols(GgmlType type) { return type == GgmlType::Q4_1 ? 576 : 768; }
+
 // Each ISA's tile equals the scalar reference bit for bit, for every token count of the
 // tile, on a last group of 5 valid rows whose padding must stay unwritten.
 TEST_P(PackedTypes, EveryIsaTileEqualsScalarReferenceBitForBit) {
   const GgmlType type = GetParam();
-  const int64_t rows = 37, cols = 768;
+  const int64_t rows = 37, cols = packed_cols(type);
   const Packed k = make_packed(type, rows, cols);
-  const int64_t astride = row_bytes(GgmlType::Q8_K, cols);
+  const GgmlType act_type = traits(type).dot_type;
+  const bool sums = packed_needs_act_sums(type);
+  const int64_t astride = row_bytes(act_type, cols) + (sums ? cols / 32 * 2 : 0);
   std::vector<uint8_t> act(kPackTokens * astride);
   for (int t = 0; t < kPackTokens; ++t) {
     const auto x = test::gaussian(cols, 1.0f + t);
-    traits_for(GgmlType::Q8_K, Isa::Scalar)->quantize_act_row(x.data(), act.data() + t * astride, cols);
+    traits_for(act_type, Isa::Scalar)->quantize_act_row(x.data(), act.data() + t * astride, cols);
+    if (sums) write_act_block_sums(act.data() + t * astride, cols);
   }
   const PackedTile ref = packed_tile(type, Isa::Scalar);
   ASSERT_NE(ref, nullptr);
@@ -311,7 +317,7 @@ TEST_P(PackedTypes, GemmRowsEqualGemvAndFloat64Bound) {
   const GgmlType type = GetParam();
   if (!packed_tile(type, kernels::cpu::active_isa()))
     GTEST_SKIP() << "no packed kernel for " << kernels::cpu::active_isa_name();
-  const Packed k = make_packed(type, 53, 512 + 256);
+  const Packed k = make_packed(type, 53, packed_cols(type));
   const QMatrix W = k.W();
   for (const int64_t M : {1, 2, 5, 9, 33}) {
     const int64_t ldx = k.p.cols + 3, ldy = k.p.rows + 5;
@@ -332,7 +338,7 @@ TEST_P(PackedTypes, GemmRowsEqualGemvAndFloat64Bound) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::Values(GgmlType::Q4_K, GgmlType::Q6_K),
+INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::Values(GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 // Packed matrices among the fused decode projections equal their own gemv.
@@ -350,6 +356,28 @@ TEST(PackedMatmul, GemvManyWithPackedOutputsEqualsGemv) {
     std::vector<float> want(o.W.rows);
     gemv(default_thread_pool(), o.W, x.data(), want.data());
     for (int64_t r = 0; r < o.W.rows; ++r) ASSERT_EQ((*y)[r], want[r]) << traits(o.W.type).name << " row " << r;
+  }
+}
+
+// A packed Q4_1 matrix shares its Q8_0 activation row (with the block sums) with a plain
+// Q8_0 one in the fused decode projections: both equal their own gemv.
+TEST(PackedMatmul, GemvManyQ4_1SharesItsActivationWithQ8_0) {
+  if (!packed_tile(GgmlType::Q4_1, kernels::cpu::active_isa()))
+    GTEST_SKIP() << "no packed kernel for " << kernels::cpu::active_isa_name();
+  const int64_t cols = 576;
+  const Problem c = make_problem(GgmlType::Q8_0, 29, cols);
+  const Packed a = make_packed(GgmlType::Q4_1, 45, cols);
+  const auto x = test::gaussian(cols);
+  for (bool packed_first : {true, false}) {
+    std::vector<float> ya(a.p.rows, NAN), yc(c.rows, NAN);
+    const GemvOutput pa{a.W(), ya.data()}, pc{{GgmlType::Q8_0, c.w.data(), c.rows, cols}, yc.data()};
+    const GemvOutput outs[] = {packed_first ? pa : pc, packed_first ? pc : pa};
+    gemv_many(default_thread_pool(), outs, x.data());
+    for (const auto& [o, y] : {std::pair{pa, &ya}, std::pair{pc, &yc}}) {
+      std::vector<float> want(o.W.rows);
+      gemv(default_thread_pool(), o.W, x.data(), want.data());
+      for (int64_t r = 0; r < o.W.rows; ++r) ASSERT_EQ((*y)[r], want[r]) << traits(o.W.type).name << " row " << r;
+    }
   }
 }
 
