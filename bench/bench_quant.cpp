@@ -182,7 +182,7 @@ const bool kRegistered = [] {
     }
     for (bool packed : {false, true}) {
       if (packed && !quant::packs(type)) continue;
-      for (int64_t M : {64, 512})
+      for (int64_t M : {4, 64, 512})
         benchmark::RegisterBenchmark(
             ("Gemm/" + name + (packed ? "+packed" : "") + "/M" + std::to_string(M)).c_str(), BM_Gemm, type, M, packed)
             ->Unit(benchmark::kMillisecond)

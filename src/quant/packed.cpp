@@ -30,6 +30,10 @@ void avx512_packed_tile_q4_1(int64_t K, const void* group, const void* a, int64_
                              int64_t ldy, int n_valid);
 void avx512_packed_gemv_q4_1(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                              const int* n_valid);
+void avx512_packed_tile_q8_0(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                             int64_t ldy, int n_valid);
+void avx512_packed_gemv_q8_0(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                             const int* n_valid);
 }  // namespace impl
 
 namespace {
@@ -188,6 +192,40 @@ void ref_packed_tile_q41(int64_t K, const void* group, const void* a, int64_t a_
   }
 }
 
+void pack_group_q80(const uint8_t* src, int64_t row_bytes, int n_rows, int64_t nb, PackedQ8_0* dst) {
+  std::memset(dst, 0, static_cast<size_t>(nb) * sizeof(PackedQ8_0));
+  for (int r = 0; r < n_rows; ++r) {
+    const auto* row = reinterpret_cast<const BlockQ8_0*>(src + r * row_bytes);
+    for (int64_t i = 0; i < nb; ++i) {
+      PackedQ8_0& p = dst[i];
+      p.d[r] = row[i].d;
+      for (int k = 0; k < kQK; ++k) p.qs[k / 4][r][k % 4] = static_cast<uint8_t>(row[i].qs[k] + 128);
+    }
+  }
+}
+
+// The definition of the packed Q8_0 product (quant/packed.h).
+void ref_packed_tile_q80(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                         int64_t ldy, int n_valid) {
+  const auto* g = static_cast<const PackedQ8_0*>(group);
+  const int64_t nb = K / kQK;
+  for (int t = 0; t < nt; ++t) {
+    const void* row = static_cast<const uint8_t*>(a) + t * a_stride;
+    const auto* act = static_cast<const BlockQ8_0*>(row);
+    const int16_t* sums = act_block_sums(row, K);
+    for (int r = 0; r < n_valid; ++r) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < nb; ++i) {
+        int32_t dot = 0;
+        for (int k = 0; k < kQK; ++k) dot += g[i].qs[k / 4][r][k % 4] * act[i].qs[k];
+        const int32_t sumi = dot - 128 * sums[i];
+        acc = std::fma(f16_to_f32(g[i].d[r]) * f16_to_f32(act[i].d), static_cast<float>(sumi), acc);
+      }
+      y[t * ldy + r] = acc;
+    }
+  }
+}
+
 template <PackedTile Tile>
 void ref_packed_gemv(int64_t K, const void* const* groups, int ng, const void* a, float* const* y, const int* n_valid) {
   for (int k = 0; k < ng; ++k) Tile(K, groups[k], a, 0, 1, y[k], 0, n_valid[k]);
@@ -210,6 +248,12 @@ KernelPair kernel_pair(GgmlType type, kernels::cpu::Isa isa) {
     if (isa == Isa::Scalar) return {ref_packed_tile_q41, ref_packed_gemv<ref_packed_tile_q41>};
     if (isa == Isa::Avx512 && cpu_features().has_avx512_vnni())
       return {impl::avx512_packed_tile_q4_1, impl::avx512_packed_gemv_q4_1};
+    return {};
+  }
+  if (type == GgmlType::Q8_0) {
+    if (isa == Isa::Scalar) return {ref_packed_tile_q80, ref_packed_gemv<ref_packed_tile_q80>};
+    if (isa == Isa::Avx512 && cpu_features().has_avx512_vnni())
+      return {impl::avx512_packed_tile_q8_0, impl::avx512_packed_gemv_q8_0};
     return {};
   }
   const bool q4 = type == GgmlType::Q4_K;
@@ -238,7 +282,12 @@ bool packs(GgmlType type) {
   return enabled && isa != kernels::cpu::Isa::Scalar && packed_tile(type, isa) != nullptr;
 }
 
-bool packed_needs_act_sums(GgmlType type) { return type == GgmlType::Q4_1; }
+namespace {
+// Elements per packed block: a K-quant super-block, or a 32-element block.
+int64_t packed_block(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q8_0 ? kQK : kQK_K; }
+}  // namespace
+
+bool packed_needs_act_sums(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q8_0; }
 
 void write_act_block_sums(void* row, int64_t K) {
   const auto* blocks = static_cast<const BlockQ8_0*>(row);
@@ -251,12 +300,16 @@ void write_act_block_sums(void* row, int64_t K) {
 }
 
 int64_t packed_group_bytes(GgmlType type, int64_t cols) {
-  SQZ_CHECK(type == GgmlType::Q4_K || type == GgmlType::Q6_K || type == GgmlType::Q4_1,
-            "packed weights: no packed layout for ", traits(type).name);
-  const int64_t block = type == GgmlType::Q4_1 ? kQK : kQK_K;
+  size_t bytes = 0;
+  switch (type) {
+    case GgmlType::Q4_K: bytes = sizeof(PackedQ4K); break;
+    case GgmlType::Q6_K: bytes = sizeof(PackedQ6K); break;
+    case GgmlType::Q4_1: bytes = sizeof(PackedQ4_1); break;
+    case GgmlType::Q8_0: bytes = sizeof(PackedQ8_0); break;
+    default: fail("packed weights: no packed layout for ", traits(type).name);
+  }
+  const int64_t block = packed_block(type);
   SQZ_CHECK(cols > 0 && cols % block == 0, "packed weights: row length ", cols, " is not a multiple of ", block);
-  const size_t bytes = type == GgmlType::Q4_K ? sizeof(PackedQ4K) : type == GgmlType::Q6_K ? sizeof(PackedQ6K)
-                                                                                            : sizeof(PackedQ4_1);
   return cols / block * static_cast<int64_t>(bytes);
 }
 
@@ -266,13 +319,14 @@ int64_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 
 void pack_matrix(GgmlType type, const void* src, int64_t rows, int64_t cols, void* dst) {
   const int64_t gb = packed_group_bytes(type, cols), rb = row_bytes(type, cols);
-  const int64_t nb = cols / (type == GgmlType::Q4_1 ? kQK : kQK_K);
+  const int64_t nb = cols / packed_block(type);
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
   for (int64_t r0 = 0, g = 0; r0 < rows; r0 += kPackRows, ++g) {
     const int n = static_cast<int>(std::min<int64_t>(kPackRows, rows - r0));
     if (type == GgmlType::Q4_K) pack_group_q4k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4K*>(d + g * gb));
     else if (type == GgmlType::Q4_1) pack_group_q41(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4_1*>(d + g * gb));
+    else if (type == GgmlType::Q8_0) pack_group_q80(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ8_0*>(d + g * gb));
     else pack_group_q6k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ6K*>(d + g * gb));
   }
 }

@@ -71,9 +71,19 @@ struct PackedQ4_1 {
 };
 static_assert(sizeof(PackedQ4_1) == 320);
 
-// Activation rows of the packed Q4_1 kernels: the Q8_0 blocks, then each block's Σ a as
-// int16 (|Σ a| ≤ 32·127). The min term needs that sum once per block for all 16 rows of a
-// group; summing it inside the kernel would cost nearly as much as the dots.
+// Q8_0 group of 16 rows × one 32-element block (544 bytes, as the rows' own blocks). The
+// codes are stored offset, u = q + 128 (vpdpbusd multiplies unsigned by signed bytes),
+// so Σ q·a = Σ u·a − 128·Σ a: the row accumulates fma(d[r]·d_a, Σ u·a − 128·Σ a, acc).
+// Byte e of quad q of row r is element 4q + e.
+struct PackedQ8_0 {
+  uint16_t d[kPackRows];  // f16
+  uint8_t qs[8][kPackRows][4];
+};
+static_assert(sizeof(PackedQ8_0) == 544);
+
+// Activation rows of the packed Q4_1 and Q8_0 kernels: the Q8_0 blocks, then each block's Σ a as
+// int16 (|Σ a| ≤ 32·127). The min (offset) term needs that sum once per block for all 16
+// rows of a group; summing it inside the kernel would cost nearly as much as the dots.
 bool packed_needs_act_sums(GgmlType type);
 // Writes the sums after the K / 32 Q8_0 blocks at `row`.
 void write_act_block_sums(void* row, int64_t K);
@@ -82,7 +92,7 @@ inline const int16_t* act_block_sums(const void* row, int64_t K) {
 }
 
 // The tile kernel: tokens t < nt ≤ kPackTokens, activation rows (Q8_K; Q8_0 with sums
-// for Q4_1) at a + t·a_stride bytes; writes y[t·ldy + r] for the group's rows r < n_valid.
+// for Q4_1 and Q8_0) at a + t·a_stride bytes; writes y[t·ldy + r] for the group's rows r < n_valid.
 using PackedTile = void (*)(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                             int64_t ldy, int n_valid);
 
@@ -97,7 +107,7 @@ using PackedGemv = void (*)(int64_t K, const void* const* groups, int ng, const 
 PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa);
 PackedGemv packed_gemv(GgmlType type, kernels::cpu::Isa isa);
 
-// Packed layouts: Q4_K, Q6_K and Q4_1.
+// Packed layouts: Q4_K, Q6_K, Q4_1 and Q8_0.
 // True if weights of `type` should be packed for the active ISA (it has a packed kernel and
 // SQUEEZE_REPACK is not 0).
 bool packs(GgmlType type);

@@ -1,4 +1,5 @@
-// quant/packed_avx512.cpp — the packed Q4_K and Q6_K × Q8_K and Q4_1 × Q8_0 tiles with AVX-512 VNNI. Compiled with
+// quant/packed_avx512.cpp — the packed Q4_K and Q6_K × Q8_K and Q4_1 and Q8_0 × Q8_0 tiles with
+// AVX-512 VNNI. Compiled with
 // squeeze_isa_sources(avx512 ...).
 //
 // One zmm of a packed group holds 4 codes of each of 16 rows; `vpdpbusd` with a broadcast
@@ -405,7 +406,97 @@ void gemv_q41(int64_t K, const PackedQ4_1* const* g, const BlockQ8_0* x, float* 
     _mm512_mask_storeu_ps(y[k], static_cast<__mmask16>((1u << n_valid[k]) - 1u), acc[k]);
 }
 
+// Q8_0: per block and token, 8 vpdpbusd of the offset codes (two chains), minus 128·Σa,
+// then one FMA as the reference orders it.
+template <int NT>
+void tile_q80(int64_t K, const PackedQ8_0* g, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy,
+              int n_valid) {
+  const BlockQ8_0* x[NT];
+  const int16_t* sums[NT];
+  __m512 acc[NT];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+    x[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+    sums[t] = act_block_sums(x[t], K);
+    acc[t] = _mm512_setzero_ps();
+  }
+  const int64_t nb = K / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    const PackedQ8_0& p = g[i];
+    __m512i even[NT], odd[NT];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) even[t] = odd[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; q += 2) {
+      const __m512i w0 = _mm512_loadu_si512(p.qs[q]), w1 = _mm512_loadu_si512(p.qs[q + 1]);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        even[t] = _mm512_dpbusd_epi32(even[t], w0, broadcast4(x[t][i].qs + 4 * q));
+        odd[t] = _mm512_dpbusd_epi32(odd[t], w1, broadcast4(x[t][i].qs + 4 * q + 4));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(even[t], odd[t]), _mm512_set1_epi32(128 * sums[t][i]));
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(_cvtsh_ss(x[t][i].d))), _mm512_cvtepi32_ps(sumi), acc[t]);
+    }
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << n_valid) - 1u);
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
+}
+
+// One token × NG groups in lockstep; per lane the operations of tile_q80<1>.
+template <int NG>
+void gemv_q80(int64_t K, const PackedQ8_0* const* g, const BlockQ8_0* x, float* const* y, const int* n_valid) {
+  const int16_t* sums = act_block_sums(x, K);
+  __m512 acc[NG];
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k) acc[k] = _mm512_setzero_ps();
+  const int64_t nb = K / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    __m512i av[8];
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) av[q] = broadcast4(x[i].qs + 4 * q);
+    const __m512 ad = _mm512_set1_ps(_cvtsh_ss(x[i].d));
+    const __m512i offset = _mm512_set1_epi32(128 * sums[i]);
+#pragma GCC unroll 4
+    for (int k = 0; k < NG; ++k) {
+      const PackedQ8_0& p = g[k][i];
+      __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; q += 2) {
+        even = _mm512_dpbusd_epi32(even, _mm512_loadu_si512(p.qs[q]), av[q]);
+        odd = _mm512_dpbusd_epi32(odd, _mm512_loadu_si512(p.qs[q + 1]), av[q + 1]);
+      }
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.d)));
+      acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(d, ad), _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_add_epi32(even, odd), offset)),
+                               acc[k]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k)
+    _mm512_mask_storeu_ps(y[k], static_cast<__mmask16>((1u << n_valid[k]) - 1u), acc[k]);
+}
+
 }  // namespace
+
+void avx512_packed_tile_q8_0(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                             int64_t ldy, int n_valid) {
+  dispatch_count(nt, [&](auto n) {
+    tile_q80<decltype(n)::value>(K, static_cast<const PackedQ8_0*>(group), static_cast<const uint8_t*>(a), a_stride,
+                                 y, ldy, n_valid);
+  });
+}
+
+void avx512_packed_gemv_q8_0(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                             const int* n_valid) {
+  dispatch_count(ng, [&](auto n) {
+    gemv_q80<decltype(n)::value>(K, reinterpret_cast<const PackedQ8_0* const*>(groups),
+                                 static_cast<const BlockQ8_0*>(a), y, n_valid);
+  });
+}
 
 void avx512_packed_tile_q4_1(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                              int64_t ldy, int n_valid) {

@@ -249,8 +249,9 @@ Packed make_packed(GgmlType type, int64_t rows, int64_t cols) {
 
 class PackedTypes : public ::testing::TestWithParam<GgmlType> {};
 
-// Row lengths: K-quants three super-blocks; Q4_1 SmolLM2's 576, no multiple of 256.
-int64_t packed_cols(GgmlType type) { return type == GgmlType::Q4_1 ? 576 : 768; }
+// Row lengths: K-quants three super-blocks; the 32-element types SmolLM2's 576, no
+// multiple of 256.
+int64_t packed_cols(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q8_0 ? 576 : 768; }
 
 // Each ISA's tile equals the scalar reference bit for bit, for every token count of the
 // tile, on a last group of 5 valid rows whose padding must stay unwritten.
@@ -338,7 +339,8 @@ TEST_P(PackedTypes, GemmRowsEqualGemvAndFloat64Bound) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::Values(GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1),
+INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::Values(GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1,
+                                                                  GgmlType::Q8_0),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 // Packed matrices among the fused decode projections equal their own gemv.
