@@ -360,6 +360,9 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--continue-from", type=Path, default=None,
+                    help="an earlier run's OUT: start both models from its checkpoints (the VLM's tower frozen as "
+                         "it is, no reading pretraining) and train their language models --steps more")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -369,18 +372,28 @@ def main():
     log(f"data: {len(train_rows)} train pages")
     tpl = template()
     texts = [render(tpl, t["question"], True, t["answer"]) for r in train_rows for t in r["tasks"]]
-    tok = make_tokenizer(texts, 1024)
+    # the earlier run's vocabulary when continuing (the same texts train the same one, but
+    # the checkpoint's own file rules out any drift)
+    tok = (Tokenizer.from_file(str(args.continue_from / "vlm-hf" / "tokenizer.json")) if args.continue_from
+           else make_tokenizer(texts, 1024))
     ids = {s: tok.token_to_id(s) for s in SPECIALS}
     assert all(i >= tok.get_vocab_size() - len(SPECIALS) for i in ids.values()), ids
-    report = {k: v for k, v in vars(args).items() if k not in ("out", "threads")}
+    report = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in ("out", "threads")}
     for with_image, name in ((True, "vlm"), (False, "text-only")):
         ex = Examples(out, "train", train_rows, tok, tpl, with_image, conversations=True)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
-        model = MuseGlimmerForConditionalGeneration(cfg)
+        if args.continue_from:
+            model = MuseGlimmerForConditionalGeneration.from_pretrained(args.continue_from / f"{name}-hf",
+                                                                        use_kernels=False)
+            cfg = model.config
+        else:
+            model = MuseGlimmerForConditionalGeneration(cfg)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"{name}: {len(ex.items)} examples, {n_params / 1e6:.2f}M parameters")
-        if with_image:
+        if with_image and args.continue_from:
+            cache_features(model, ex)
+        elif with_image:
             head = ReadingHead(cfg.text_config.hidden_size)
             curve, hits, seconds = pretrain_reading(model, head, ex, args.reading_steps, args.batch, args.reading_lr)
             report["reading"] = {"seconds": seconds, "loss_curve": curve[::10], "word_hit_curve": hits[::10],
