@@ -164,10 +164,12 @@ void pack_group_q41(const uint8_t* src, int64_t row_bytes, int n_rows, int64_t n
   }
 }
 
-// The definition of the packed Q4_1 product (quant/packed.h).
-void ref_packed_tile_q41(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
-                         int64_t ldy, int n_valid) {
-  const auto* g = static_cast<const PackedQ4_1*>(group);
+// The tiles of the two 32-element types, whose activation rows are Q8_0 with block sums:
+// `block(p, r, x, sum, acc)` folds row r's share of one block into its accumulator.
+template <typename Group, typename Block>
+void ref_tile_q8_0_act(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y, int64_t ldy,
+                       int n_valid, Block block) {
+  const auto* g = static_cast<const Group*>(group);
   const int64_t nb = K / kQK;
   for (int t = 0; t < nt; ++t) {
     const void* row = static_cast<const uint8_t*>(a) + t * a_stride;
@@ -175,21 +177,27 @@ void ref_packed_tile_q41(int64_t K, const void* group, const void* a, int64_t a_
     const int16_t* sums = act_block_sums(row, K);
     for (int r = 0; r < n_valid; ++r) {
       float acc = 0.0f;
-      for (int64_t i = 0; i < nb; ++i) {
-        const PackedQ4_1& p = g[i];
-        int32_t sumi = 0;
-        for (int q = 0; q < 4; ++q)
-          for (int e = 0; e < 4; ++e) {
-            const uint8_t byte = p.qs[q][r][e];
-            sumi += (byte & 0x0F) * act[i].qs[4 * q + e] + (byte >> 4) * act[i].qs[16 + 4 * q + e];
-          }
-        const float ad = f16_to_f32(act[i].d);
-        acc = std::fma(f16_to_f32(p.d[r]) * ad, static_cast<float>(sumi), acc);
-        acc = std::fma(f16_to_f32(p.m[r]) * ad, static_cast<float>(sums[i]), acc);
-      }
+      for (int64_t i = 0; i < nb; ++i) acc = block(g[i], r, act[i], sums[i], acc);
       y[t * ldy + r] = acc;
     }
   }
+}
+
+// The definition of the packed Q4_1 product (quant/packed.h).
+void ref_packed_tile_q41(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                         int64_t ldy, int n_valid) {
+  ref_tile_q8_0_act<PackedQ4_1>(K, group, a, a_stride, nt, y, ldy, n_valid,
+                                [](const PackedQ4_1& p, int r, const BlockQ8_0& x, int16_t sum, float acc) {
+                                  int32_t sumi = 0;
+                                  for (int q = 0; q < 4; ++q)
+                                    for (int e = 0; e < 4; ++e) {
+                                      const uint8_t byte = p.qs[q][r][e];
+                                      sumi += (byte & 0x0F) * x.qs[4 * q + e] + (byte >> 4) * x.qs[16 + 4 * q + e];
+                                    }
+                                  const float ad = f16_to_f32(x.d);
+                                  acc = std::fma(f16_to_f32(p.d[r]) * ad, static_cast<float>(sumi), acc);
+                                  return std::fma(f16_to_f32(p.m[r]) * ad, static_cast<float>(sum), acc);
+                                });
 }
 
 void pack_group_q80(const uint8_t* src, int64_t row_bytes, int n_rows, int64_t nb, PackedQ8_0* dst) {
@@ -207,23 +215,13 @@ void pack_group_q80(const uint8_t* src, int64_t row_bytes, int n_rows, int64_t n
 // The definition of the packed Q8_0 product (quant/packed.h).
 void ref_packed_tile_q80(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                          int64_t ldy, int n_valid) {
-  const auto* g = static_cast<const PackedQ8_0*>(group);
-  const int64_t nb = K / kQK;
-  for (int t = 0; t < nt; ++t) {
-    const void* row = static_cast<const uint8_t*>(a) + t * a_stride;
-    const auto* act = static_cast<const BlockQ8_0*>(row);
-    const int16_t* sums = act_block_sums(row, K);
-    for (int r = 0; r < n_valid; ++r) {
-      float acc = 0.0f;
-      for (int64_t i = 0; i < nb; ++i) {
-        int32_t dot = 0;
-        for (int k = 0; k < kQK; ++k) dot += g[i].qs[k / 4][r][k % 4] * act[i].qs[k];
-        const int32_t sumi = dot - 128 * sums[i];
-        acc = std::fma(f16_to_f32(g[i].d[r]) * f16_to_f32(act[i].d), static_cast<float>(sumi), acc);
-      }
-      y[t * ldy + r] = acc;
-    }
-  }
+  ref_tile_q8_0_act<PackedQ8_0>(K, group, a, a_stride, nt, y, ldy, n_valid,
+                                [](const PackedQ8_0& p, int r, const BlockQ8_0& x, int16_t sum, float acc) {
+                                  int32_t dot = 0;
+                                  for (int k = 0; k < kQK; ++k) dot += p.qs[k / 4][r][k % 4] * x.qs[k];
+                                  const int32_t sumi = dot - 128 * sum;
+                                  return std::fma(f16_to_f32(p.d[r]) * f16_to_f32(x.d), static_cast<float>(sumi), acc);
+                                });
 }
 
 template <PackedTile Tile>

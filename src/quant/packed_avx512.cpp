@@ -482,68 +482,27 @@ void gemv_q80(int64_t K, const PackedQ8_0* const* g, const BlockQ8_0* x, float* 
 
 }  // namespace
 
-void avx512_packed_tile_q8_0(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
-                             int64_t ldy, int n_valid) {
-  dispatch_count(nt, [&](auto n) {
-    tile_q80<decltype(n)::value>(K, static_cast<const PackedQ8_0*>(group), static_cast<const uint8_t*>(a), a_stride,
-                                 y, ldy, n_valid);
-  });
-}
+// The exported entry points: the token or group count becomes a template argument.
+#define SQZ_PACKED_ENTRIES(suffix, tile, gemv, Group, Act)                                                      \
+  void avx512_packed_tile_##suffix(int64_t K, const void* group, const void* a, int64_t a_stride, int nt,     \
+                                   float* y, int64_t ldy, int n_valid) {                                       \
+    dispatch_count(nt, [&](auto n) {                                                                           \
+      tile<decltype(n)::value>(K, static_cast<const Group*>(group), static_cast<const uint8_t*>(a), a_stride, y, \
+                               ldy, n_valid);                                                                  \
+    });                                                                                                        \
+  }                                                                                                            \
+  void avx512_packed_gemv_##suffix(int64_t K, const void* const* groups, int ng, const void* a,              \
+                                   float* const* y, const int* n_valid) {                                      \
+    dispatch_count(ng, [&](auto n) {                                                                           \
+      gemv<decltype(n)::value>(K, reinterpret_cast<const Group* const*>(groups), static_cast<const Act*>(a), y, \
+                               n_valid);                                                                       \
+    });                                                                                                        \
+  }
 
-void avx512_packed_gemv_q8_0(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
-                             const int* n_valid) {
-  dispatch_count(ng, [&](auto n) {
-    gemv_q80<decltype(n)::value>(K, reinterpret_cast<const PackedQ8_0* const*>(groups),
-                                 static_cast<const BlockQ8_0*>(a), y, n_valid);
-  });
-}
-
-void avx512_packed_tile_q4_1(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
-                             int64_t ldy, int n_valid) {
-  dispatch_count(nt, [&](auto n) {
-    tile_q41<decltype(n)::value>(K, static_cast<const PackedQ4_1*>(group), static_cast<const uint8_t*>(a), a_stride,
-                                 y, ldy, n_valid);
-  });
-}
-
-void avx512_packed_gemv_q4_1(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
-                             const int* n_valid) {
-  dispatch_count(ng, [&](auto n) {
-    gemv_q41<decltype(n)::value>(K, reinterpret_cast<const PackedQ4_1* const*>(groups),
-                                 static_cast<const BlockQ8_0*>(a), y, n_valid);
-  });
-}
-
-void avx512_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
-                             int64_t ldy, int n_valid) {
-  dispatch_count(nt, [&](auto n) {
-    tile_q4k<decltype(n)::value>(K, static_cast<const PackedQ4K*>(group), static_cast<const uint8_t*>(a), a_stride, y,
-                                 ldy, n_valid);
-  });
-}
-
-void avx512_packed_tile_q6_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
-                             int64_t ldy, int n_valid) {
-  dispatch_count(nt, [&](auto n) {
-    tile_q6k<decltype(n)::value>(K, static_cast<const PackedQ6K*>(group), static_cast<const uint8_t*>(a), a_stride, y,
-                                 ldy, n_valid);
-  });
-}
-
-void avx512_packed_gemv_q4_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
-                             const int* n_valid) {
-  dispatch_count(ng, [&](auto n) {
-    gemv_q4k<decltype(n)::value>(K, reinterpret_cast<const PackedQ4K* const*>(groups),
-                                 static_cast<const BlockQ8_K*>(a), y, n_valid);
-  });
-}
-
-void avx512_packed_gemv_q6_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
-                             const int* n_valid) {
-  dispatch_count(ng, [&](auto n) {
-    gemv_q6k<decltype(n)::value>(K, reinterpret_cast<const PackedQ6K* const*>(groups),
-                                 static_cast<const BlockQ8_K*>(a), y, n_valid);
-  });
-}
+SQZ_PACKED_ENTRIES(q4_k, tile_q4k, gemv_q4k, PackedQ4K, BlockQ8_K)
+SQZ_PACKED_ENTRIES(q6_k, tile_q6k, gemv_q6k, PackedQ6K, BlockQ8_K)
+SQZ_PACKED_ENTRIES(q4_1, tile_q41, gemv_q41, PackedQ4_1, BlockQ8_0)
+SQZ_PACKED_ENTRIES(q8_0, tile_q80, gemv_q80, PackedQ8_0, BlockQ8_0)
+#undef SQZ_PACKED_ENTRIES
 
 }  // namespace squeeze::quant::impl
