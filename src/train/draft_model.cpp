@@ -51,6 +51,11 @@ DraftTrainModel DraftTrainModel::init_from_target(const model::DraftConfig& conf
   SQZ_CHECK(c.n_embd == tc.n_embd && c.n_head == tc.n_head && c.n_head_kv == tc.n_head_kv && c.head_dim == tc.head_dim &&
                 c.n_ff == tc.n_ff,
             "drafter init: the drafter's layer shape differs from the target's; cannot copy its layers");
+  // the draft layer computes pre-norm attention and SwiGLU: a layer computing otherwise
+  // (post-norms, an attention gate, GeGLU) would be copied into a different function
+  SQZ_CHECK(tc.norm_placement == model::NormPlacement::pre && !tc.attn_gate &&
+                tc.ffn_activation == model::FfnActivation::silu,
+            "drafter init: the target's layers are not pre-norm SwiGLU layers without an attention gate; cannot copy them");
   DraftTrainModel m = init(config, seed);
   const model::Weights& tw = target.weights();
   const int64_t D = c.head_dim;

@@ -152,6 +152,19 @@ TEST(DraftModel, InitFromTargetCopiesItsLayers) {
   // a target too shallow for the requested layers is refused
   EXPECT_THROW(train::DraftTrainModel::init_from_target(dc, *target, 3, 7), std::exception);
   std::filesystem::remove(path);
+  // and one whose layers compute another function (Gemma 3: post-norms, GeGLU)
+  model::ModelConfig gc = model::builtin_config("gemma3-tiny");
+  gc.n_layer = 4, gc.is_local = model::all_global_pattern(4);
+  model::write_random_model({.config = gc, .type = gguf::GgmlType::F32, .seed = 3, .path = path});
+  const auto gemma = model::Model::load(path);
+  const model::DraftConfig gd = model::default_draft_config(gemma->config(), 2, 4, gc.n_vocab - 1, 0);
+  try {
+    train::DraftTrainModel::init_from_target(gd, *gemma, 0, 7);
+    ADD_FAILURE() << "a Gemma 3 target was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not pre-norm SwiGLU"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace
