@@ -6,9 +6,12 @@ Architecture: transformers 5.25's MuseGlimmerForConditionalGeneration (the refer
 implementation) at a small size: a vision tower of the released design (4 blocks of width
 128, 4 heads, patch 14, a 16 x 16 position grid, windows of 16 x 16 patches, the last block
 full), the 2 x 2 merge, adapter and projection into a 4-layer language model of width 256
-(3 local : 1 global, window 64) with its own byte-level BPE vocabulary. Trained jointly from
-random weights; loss on the answer only. Exported as a text GGUF (`squeeze convert`) and a
-projector GGUF (llama.cpp's clip names), which squeeze serves.
+(3 local : 1 global, window 256) with its own byte-level BPE vocabulary. From random weights:
+the tower first learns to read (a probe on its features, then frozen), then the language
+model learns the tasks, loss on the answer only; a run may continue an earlier one
+(--continue-from), with training-only grounding questions (--grounding) and the tower
+trained end to end with the language model (--tower-lr). Exported as a text GGUF
+(`squeeze convert`) and a projector GGUF (llama.cpp's clip names), which squeeze serves.
 
 Run by scripts/train-vlm; OUT holds data/, the checkpoints and the exported models.
 """
@@ -176,6 +179,28 @@ def with_reading_task(rows):
     return out
 
 
+def _centre(box):
+    return f"click({box[0] + box[2] // 2}, {box[1] + box[3] // 2})"
+
+
+def grounding_tasks(row):
+    """Training-only questions that bind a word on the page to its place or state, the skill
+    the evaluated click and checkbox questions need, on every other labelled element: "Click
+    the File menu.", "Click the OK button." (a dialog's), "Click the Sound checkbox." (its
+    box) and "Is Sound checked?" -> yes / no. The evaluated tasks are not among them."""
+    tasks, elements = [], row["elements"]
+    for i, e in enumerate(elements):
+        if e["kind"] == "menu":
+            tasks.append(("Click the {} menu.".format(e["label"]), _centre(e["box"])))
+        elif e["kind"] == "button" and e["label"] == "OK":
+            tasks.append(("Click the OK button.", _centre(e["box"])))
+        elif e["kind"] == "label":  # follows its checkbox
+            box = elements[i - 1]
+            tasks.append(("Click the {} checkbox.".format(e["label"]), _centre(box["box"])))
+            tasks.append(("Is {} checked?".format(e["label"]), "yes" if box["label"] == "checked" else "no"))
+    return [{"kind": "ground", "question": q, "answer": a, "box": None} for q, a in tasks]
+
+
 def make_tokenizer(texts, vocab):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -209,10 +234,13 @@ class Examples:
     """Token ids with their answers' spans, and the pages' pixel values. conversations=True:
     one item per page, all its tasks as turns of one conversation in a random order (every
     turn's answer supervised: several times the answer tokens per step for little more
-    compute, the first turn laid out as a single question is); else one item per task."""
+    compute, the first turn laid out as a single question is); else one item per task.
+    grounding=True adds a second conversation per page of grounding_tasks(page) (kept apart so
+    that no conversation outgrows the local layers' window)."""
 
-    def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False):
+    def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False):
         self.items = []
+        self.features = None
         proc = MuseGlimmerImageProcessor()
         self.pixels, self.grids, self.cells = [], [], []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
@@ -237,9 +265,13 @@ class Examples:
                 return out_ids
 
             qa = [(t["question"], t["answer"]) for t in row["tasks"]]
+            groups = [qa]
+            if grounding:
+                groups.append([(t["question"], t["answer"]) for t in grounding_tasks(row)])
             if conversations:
-                order.shuffle(qa)
-            for group in ([qa] if conversations else [[x] for x in qa]):
+                for g in groups:
+                    order.shuffle(g)
+            for group in (groups if conversations else [[x] for x in qa]):
                 full = encode(group)
                 spans = []
                 for k in range(len(group)):
@@ -262,7 +294,10 @@ def batch_of(ex, picks, with_image, pad):
             labels[b, begin:end] = torch.tensor(full[begin:end])
         mask[b, :len(full)] = 1
     kw = dict(input_ids=input_ids, attention_mask=mask, labels=labels)
-    if with_image:  # the cached features of stage 1's tower
+    if with_image and ex.features is None:  # the tower trains too: the pages' pixels
+        kw["pixel_values"] = torch.cat([ex.pixels[s[0]] for s in seqs])
+        kw["image_grid_thw"] = torch.cat([ex.grids[s[0]] for s in seqs])
+    elif with_image:  # the cached features of stage 1's tower
         kw["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=[ex.features[s[0]] for s in seqs])}
     return kw
 
@@ -310,11 +345,17 @@ def cache_features(model, ex, batch=32):
             ex.features += list(torch.split(feats, [len(ex.cells[p]) for p in pages]))
 
 
-def train(name, model, ex, steps, batch, lr, with_image, pad, log_every=50):
-    """Stage 2: the language model on the tasks, loss on the answer only; the tower, adapter
-    and projection stay as stage 1 left them (their features cached per page)."""
-    params = [p for n, p in model.named_parameters() if "language_model" in n or "lm_head" in n]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, log_every=50):
+    """Stage 2: the language model on the tasks, loss on the answer only. The tower, adapter
+    and projection stay as stage 1 left them (their features cached per page) unless tower_lr
+    > 0: then they train with the language model at that rate, end to end on the tasks."""
+    in_lm = lambda n: "language_model" in n or "lm_head" in n  # noqa: E731
+    groups = [{"params": [p for n, p in model.named_parameters() if in_lm(n)], "base_lr": lr}]
+    if with_image and tower_lr > 0:
+        groups.append({"params": [p for n, p in model.named_parameters() if not in_lm(n)], "base_lr": tower_lr})
+        ex.features = None
+    params = [p for g in groups for p in g["params"]]
+    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     rng = random.Random(7)
     curve = []
     t0 = time.time()
@@ -322,7 +363,7 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, log_every=50):
     for step in range(1, steps + 1):
         warm = min(1.0, step / 100)
         for g in opt.param_groups:
-            g["lr"] = lr * warm * 0.5 * (1 + math.cos(math.pi * step / steps))
+            g["lr"] = g["base_lr"] * warm * 0.5 * (1 + math.cos(math.pi * step / steps))
         picks = [rng.randrange(len(ex.items)) for _ in range(batch)]
         loss = model(**batch_of(ex, picks, with_image, pad)).loss
         opt.zero_grad()
@@ -357,12 +398,20 @@ def main():
     ap.add_argument("--reading-steps", type=int, default=2000)
     ap.add_argument("--reading-lr", type=float, default=2e-3)
     ap.add_argument("--steps", type=int, default=4000)
+    ap.add_argument("--text-steps", type=int, default=None,
+                    help="the text-only model's steps (default --steps; 0 with --continue-from: kept as it is)")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--tower-lr", type=float, default=0.0,
+                    help="> 0: the VLM's tower, adapter and projection train with its language model on the tasks "
+                         "at this rate (else frozen after the reading pretraining)")
+    ap.add_argument("--grounding", action="store_true",
+                    help="add a conversation of grounding_tasks per training page (menus, the dialog's OK, "
+                         "checkboxes by label)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--continue-from", type=Path, default=None,
-                    help="an earlier run's OUT: start both models from its checkpoints (the VLM's tower frozen as "
-                         "it is, no reading pretraining) and train their language models --steps more")
+                    help="an earlier run's OUT: start both models from its checkpoints (no reading pretraining; the "
+                         "VLM's tower as it is, frozen unless --tower-lr) and train them --steps more")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -380,7 +429,7 @@ def main():
     assert all(i >= tok.get_vocab_size() - len(SPECIALS) for i in ids.values()), ids
     report = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in ("out", "threads")}
     for with_image, name in ((True, "vlm"), (False, "text-only")):
-        ex = Examples(out, "train", train_rows, tok, tpl, with_image, conversations=True)
+        ex = Examples(out, "train", train_rows, tok, tpl, with_image, conversations=True, grounding=args.grounding)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
         if args.continue_from:
@@ -390,16 +439,23 @@ def main():
         else:
             model = MuseGlimmerForConditionalGeneration(cfg)
         n_params = sum(p.numel() for p in model.parameters())
-        log(f"{name}: {len(ex.items)} examples, {n_params / 1e6:.2f}M parameters")
-        if with_image and args.continue_from:
-            cache_features(model, ex)
-        elif with_image:
+        log(f"{name}: {len(ex.items)} examples (longest {max(len(i[1]) for i in ex.items)} tokens), "
+            f"{n_params / 1e6:.2f}M parameters")
+        if with_image and not args.continue_from:
             head = ReadingHead(cfg.text_config.hidden_size)
             curve, hits, seconds = pretrain_reading(model, head, ex, args.reading_steps, args.batch, args.reading_lr)
             report["reading"] = {"seconds": seconds, "loss_curve": curve[::10], "word_hit_curve": hits[::10],
                                  "final_word_hit": float(np.mean(hits[-100:]))}
+        if with_image and not args.tower_lr:
             cache_features(model, ex)
-        curve, seconds = train(name, model, ex, args.steps, args.batch, args.lr, with_image, ids["<|end_of_text|>"])
+        steps = args.steps if with_image or args.text_steps is None else args.text_steps
+        if steps == 0 and args.continue_from:
+            export(model, tok, cfg, out / f"{name}-hf", out / f"{name}.gguf", None, False)
+            report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": 0, "kept_from":
+                            str(args.continue_from)}
+            continue
+        curve, seconds = train(name, model, ex, steps, args.batch, args.lr, with_image, ids["<|end_of_text|>"],
+                               tower_lr=args.tower_lr)
         export(model, tok, cfg, out / f"{name}-hf", out / f"{name}.gguf", out / f"{name}-mmproj.gguf", with_image)
         report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": seconds,
                         "loss_curve": curve[::10], "final_loss": float(np.mean(curve[-100:]))}
