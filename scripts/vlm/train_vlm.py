@@ -81,7 +81,10 @@ def make_split(out, name, pages, seed):
             log(f"{name}: {i + 1}/{pages} pages")
     if renderer:
         renderer.close()
-    (d / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # a new file renamed into place: the data folder may be hard links shared with other runs
+    part = d / "tasks.jsonl.part"
+    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    part.rename(d / "tasks.jsonl")
     return rows
 
 
@@ -179,10 +182,6 @@ def with_reading_task(rows):
     return out
 
 
-def _centre(box):
-    return f"click({box[0] + box[2] // 2}, {box[1] + box[3] // 2})"
-
-
 def grounding_tasks(row):
     """Training-only questions that bind a word on the page to its place or state, the skill
     the evaluated click and checkbox questions need, on every other labelled element: "Click
@@ -191,12 +190,12 @@ def grounding_tasks(row):
     tasks, elements = [], row["elements"]
     for i, e in enumerate(elements):
         if e["kind"] == "menu":
-            tasks.append(("Click the {} menu.".format(e["label"]), _centre(e["box"])))
+            tasks.append(("Click the {} menu.".format(e["label"]), ui_pages.click_answer(e["box"])))
         elif e["kind"] == "button" and e["label"] == "OK":
-            tasks.append(("Click the OK button.", _centre(e["box"])))
+            tasks.append(("Click the OK button.", ui_pages.click_answer(e["box"])))
         elif e["kind"] == "label":  # follows its checkbox
             box = elements[i - 1]
-            tasks.append(("Click the {} checkbox.".format(e["label"]), _centre(box["box"])))
+            tasks.append(("Click the {} checkbox.".format(e["label"]), ui_pages.click_answer(box["box"])))
             tasks.append(("Is {} checked?".format(e["label"]), "yes" if box["label"] == "checked" else "no"))
     return [{"kind": "ground", "question": q, "answer": a, "box": None} for q, a in tasks]
 
@@ -353,7 +352,7 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, log_
     groups = [{"params": [p for n, p in model.named_parameters() if in_lm(n)], "base_lr": lr}]
     if with_image and tower_lr > 0:
         groups.append({"params": [p for n, p in model.named_parameters() if not in_lm(n)], "base_lr": tower_lr})
-        ex.features = None
+        assert ex.features is None, "a trained tower needs the pages' pixels, not cached features"
     params = [p for g in groups for p in g["params"]]
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     rng = random.Random(7)
@@ -449,16 +448,11 @@ def main():
         if with_image and not args.tower_lr:
             cache_features(model, ex)
         steps = args.steps if with_image or args.text_steps is None else args.text_steps
-        if steps == 0 and args.continue_from:
-            export(model, tok, cfg, out / f"{name}-hf", out / f"{name}.gguf", None, False)
-            report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": 0, "kept_from":
-                            str(args.continue_from)}
-            continue
         curve, seconds = train(name, model, ex, steps, args.batch, args.lr, with_image, ids["<|end_of_text|>"],
                                tower_lr=args.tower_lr)
         export(model, tok, cfg, out / f"{name}-hf", out / f"{name}.gguf", out / f"{name}-mmproj.gguf", with_image)
-        report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": seconds,
-                        "loss_curve": curve[::10], "final_loss": float(np.mean(curve[-100:]))}
+        report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": seconds, "steps": steps,
+                        "loss_curve": curve[::10], "final_loss": float(np.mean(curve[-100:])) if curve else None}
     report["total_seconds"] = time.time() - t_all
     (out / "train_report.json").write_text(json.dumps(report))
     log(f"done in {report['total_seconds']:.0f} s")

@@ -49,6 +49,11 @@ def _overlaps(a, b, gap=4):
                 b[1] + b[3] + gap <= a[1])
 
 
+def click_answer(box):
+    """The answer to a click question on the element with this box: its centre."""
+    return f"click({box[0] + box[2] // 2}, {box[1] + box[3] // 2})"
+
+
 def _text_width(text, size, font):
     per = 0.62 if "Mono" in font else 0.55 if "Condensed" in font else 0.6
     return int(len(text) * size * per) + 2
@@ -134,7 +139,7 @@ def make_page(rng, width=WIDTH, height=HEIGHT):
                      f'font:{rng.choice(["", "bold "])}{size}px \'{font}\';text-align:center;'
                      f'line-height:{bh - 2}px">{html.escape(label)}</div>')
         elements.append({"kind": "button", "label": label, "box": box})
-        tasks.append(("click", QUESTIONS["click"].format(label=label), f"click({bx + bw // 2}, {by + bh // 2})", box))
+        tasks.append(("click", QUESTIONS["click"].format(label=label), click_answer(box), box))
 
     page = (f'<html><body style="margin:0;width:{width}px;height:{height}px;background:{back};overflow:hidden">'
             + "".join(parts) + "</body></html>")
