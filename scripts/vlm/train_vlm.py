@@ -7,10 +7,12 @@ implementation) at a small size: a vision tower of the released design (4 blocks
 128, 4 heads, patch 14, a 16 x 16 position grid, windows of 16 x 16 patches, the last block
 full), the 2 x 2 merge, adapter and projection into a 4-layer language model of width 256
 (3 local : 1 global, window 256) with its own byte-level BPE vocabulary. From random weights:
-the tower first learns to read (a probe on its features, then frozen), then the language
-model learns the tasks, loss on the answer only; a run may continue an earlier one
-(--continue-from), with training-only grounding questions (--grounding) and the tower
-trained end to end with the language model (--tower-lr). Exported as a text GGUF
+the tower first learns to read (heads on its features name each word on the page and point
+at it, on the training pages and on pages dense with buttons; then frozen), then the
+language model learns the tasks, loss on the answer only; a run may continue an earlier one
+(--continue-from), with a tower that learns to read afresh (--new-tower), training-only
+grounding questions (--grounding) and the tower trained end to end with the language model
+(--tower-lr). Exported as a text GGUF
 (`squeeze convert`) and a projector GGUF (llama.cpp's clip names), which squeeze serves.
 
 Run by scripts/train-vlm; OUT holds data/, the checkpoints and the exported models.
@@ -58,7 +60,7 @@ def log(*a):
 
 # ---- data ----
 
-def make_split(out, name, pages, seed):
+def make_split(out, name, pages, seed, buttons=(2, 4)):
     """out/data/NAME/pageN.png + tasks.jsonl (one line per page: image, tasks, elements).
     Resumable: the pages are drawn in order from the seed, and those on disk are not rendered
     again."""
@@ -68,7 +70,7 @@ def make_split(out, name, pages, seed):
     renderer = None
     rows = []
     for i in range(pages):
-        page, elements, tasks = ui_pages.make_page(rng)
+        page, elements, tasks = ui_pages.make_page(rng, buttons=buttons)
         png = d / f"page{i:05d}.png"
         if not png.exists():
             renderer = renderer or ui_pages.Renderer()
@@ -96,6 +98,7 @@ CELL = 28  # pixels per image token: a 2 x 2 merge of 14-pixel patches
 GRID_W, GRID_H = ui_pages.WIDTH // CELL, ui_pages.HEIGHT // CELL
 # The words and controls in a cell, and the cell's column and row: a click is answered in
 # pixels, so the features must keep where they are as well as what they show.
+WORD_INDEX = {w: i for i, w in enumerate(WORDS)}
 CELL_CLASSES = (WORDS + ["button", "dialog", "checked", "unchecked"] + [f"column {i}" for i in range(GRID_W)] +
                 [f"row {i}" for i in range(GRID_H)])
 
@@ -125,22 +128,71 @@ def cell_targets(elements, width, height):
     return t
 
 
+def word_spans(elements, width, height):
+    """[(word index, the cells its box covers by at least 4 x 4 pixels, the cell of its
+    centre)] for every word on the page, cells in raster order."""
+    gw, gh = width // CELL, height // CELL
+    spans = []
+    for e in elements:
+        if e["label"] not in WORD_INDEX:  # a dialog, or a checkbox (its label is its state)
+            continue
+        x, y, w, h = e["box"]
+        cells = [cy * gw + cx for cy in range(gh) for cx in range(gw)
+                 if min(x + w, (cx + 1) * CELL) - max(x, cx * CELL) >= 4 and
+                 min(y + h, (cy + 1) * CELL) - max(y, cy * CELL) >= 4]
+        centre = min((y + h // 2) // CELL, gh - 1) * gw + min((x + w // 2) // CELL, gw - 1)
+        if cells:
+            spans.append((WORD_INDEX[e["label"]], cells, e["kind"], centre))
+    return spans
+
+
 class ReadingHead(torch.nn.Module):
-    """A linear probe from the features that enter the language model to the cell classes;
-    trained with the tower so that those features name what each cell shows (dropped after
-    training: not part of the exported model)."""
+    """Heads on the features that enter the language model, trained with the tower so that
+    those features say what each cell shows and where each word is (dropped after training:
+    not part of the exported model):
+      cells  per cell, the words, controls, column and row it holds (multi-hot);
+      words  per word on the page, which word it is, from the mean of its cells' features;
+      point  per word on the page, a learned query for that word scores every cell, the
+             word's centre cell the target: the lookup a click question asks of the model.
+    Trained on the cells alone, the features named 18% of held-out button-label cells; the
+    per-word losses are what taught the tower to read (docs/vision.md)."""
 
     def __init__(self, width):
         super().__init__()
         self.proj = torch.nn.Linear(width, len(CELL_CLASSES))
+        self.word = torch.nn.Linear(width, len(WORDS))
+        self.query = torch.nn.Embedding(len(WORDS), width)
 
-    def loss(self, features, targets):
+    def point_logits(self, page_features, word):
+        return page_features @ self.query.weight[word] / math.sqrt(page_features.shape[1])
+
+    def loss(self, features, cells, pages):
+        """features and cells: the batch's pages' cells, concatenated; pages: (cells, word_spans)
+        per page. -> (loss, {"cell": share of word cells whose top word is one of theirs, "word",
+        "point": shares of words named / pointed at})."""
         logits = self.proj(features)
-        bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, targets, reduction="sum")
-        words = targets[:, :len(WORDS)]
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, cells, reduction="sum") / cells.shape[0]
+        words = cells[:, :len(WORDS)]
         has = words.sum(1) > 0
-        hit = words[has].gather(1, logits[has, :len(WORDS)].argmax(1, keepdim=True)).mean() if has.any() else 0
-        return bce / targets.shape[0], float(hit)
+        stats = {"cell": float(words[has].gather(1, logits[has, :len(WORDS)].argmax(1, keepdim=True)).mean())}
+        pooled, point, targets, centres, at = [], [], [], [], 0
+        for n, spans in pages:
+            f = features[at:at + n]
+            at += n
+            for word, covered, _, centre in spans:
+                pooled.append(f[covered].mean(0))
+                point.append(self.point_logits(f, word))
+                targets.append(word)
+                centres.append(centre)
+        assert at == features.shape[0], (at, features.shape)
+        if targets:
+            named, pointed = self.word(torch.stack(pooled)), torch.stack(point)
+            targets, centres = torch.tensor(targets), torch.tensor(centres)
+            loss = (loss + torch.nn.functional.cross_entropy(named, targets) +
+                    torch.nn.functional.cross_entropy(pointed, centres))
+            stats["word"] = float((named.argmax(1) == targets).float().mean())
+            stats["point"] = float((pointed.argmax(1) == centres).float().mean())
+        return loss, stats
 
 
 # ---- text ----
@@ -229,7 +281,29 @@ def make_config(vocab, ids):
                              image_token_id=ids["<|patch|>"], video_token_id=ids["<|video|>"])
 
 
-class Examples:
+class Pages:
+    """A split's screenshots as the tower sees them: pixel values (stored in float16 when half,
+    exact for these unresized pages to 2e-4, so that thousands of pages fit in memory), their
+    grids, cell targets and word spans."""
+
+    def __init__(self, out, split, rows, half=False):
+        proc = MuseGlimmerImageProcessor()
+        self.pixels, self.grids, self.cells, self.spans = [], [], [], []
+        self.features = None  # the tower's output per page, once cached
+        for row in rows:
+            img = Image.open(out / "data" / split / row["image"]).convert("RGB")
+            pv = proc(images=[img], max_image_tokens=4096, return_tensors="pt")
+            self.pixels.append(pv["pixel_values"].half() if half else pv["pixel_values"])
+            self.grids.append(pv["image_grid_thw"])
+            self.cells.append(cell_targets(row["elements"], img.width, img.height))
+            self.spans.append(word_spans(row["elements"], img.width, img.height))
+            assert self.cells[-1].shape[0] == int(pv["image_grid_thw"][0].prod()) // 4
+
+    def tower_input(self, picks):
+        return torch.cat([self.pixels[p] for p in picks]).float(), torch.cat([self.grids[p] for p in picks])
+
+
+class Examples(Pages):
     """Token ids with their answers' spans, and the pages' pixel values. conversations=True:
     one item per page, all its tasks as turns of one conversation in a random order (every
     turn's answer supervised: several times the answer tokens per step for little more
@@ -238,22 +312,12 @@ class Examples:
     that no conversation outgrows the local layers' window)."""
 
     def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False):
+        super().__init__(out, split, rows if with_image else [])
         self.items = []
-        self.features = None
-        proc = MuseGlimmerImageProcessor()
-        self.pixels, self.grids, self.cells = [], [], []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
         order = random.Random(5)
         for p, row in enumerate(rows):
-            tokens = 0
-            if with_image:
-                img = Image.open(out / "data" / split / row["image"]).convert("RGB")
-                pv = proc(images=[img], max_image_tokens=4096, return_tensors="pt")
-                self.pixels.append(pv["pixel_values"])
-                self.grids.append(pv["image_grid_thw"])
-                tokens = int(pv["image_grid_thw"][0].prod()) // 4
-                self.cells.append(cell_targets(row["elements"], img.width, img.height))
-                assert self.cells[-1].shape[0] == tokens, (self.cells[-1].shape, tokens)
+            tokens = len(self.cells[p]) if with_image else 0
 
             def encode(turns):
                 out_ids = tok.encode(render_turns(tpl, turns, with_image)).ids
@@ -294,11 +358,16 @@ def batch_of(ex, picks, with_image, pad):
         mask[b, :len(full)] = 1
     kw = dict(input_ids=input_ids, attention_mask=mask, labels=labels)
     if with_image and ex.features is None:  # the tower trains too: the pages' pixels
-        kw["pixel_values"] = torch.cat([ex.pixels[s[0]] for s in seqs])
-        kw["image_grid_thw"] = torch.cat([ex.grids[s[0]] for s in seqs])
+        kw["pixel_values"], kw["image_grid_thw"] = ex.tower_input([s[0] for s in seqs])
     elif with_image:  # the cached features of stage 1's tower
         kw["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=[ex.features[s[0]] for s in seqs])}
     return kw
+
+
+def in_language_model(name):
+    """Whether a parameter belongs to the language model (else to the tower, adapter or
+    projection)."""
+    return "language_model" in name or "lm_head" in name
 
 
 def image_features(model, pixels, grids):
@@ -306,32 +375,55 @@ def image_features(model, pixels, grids):
     return torch.cat(list(out)) if isinstance(out, (list, tuple)) else out
 
 
-def pretrain_reading(model, head, ex, steps, batch, lr, log_every=100):
-    """Stage 1: the vision tower, adapter and projection learn to read, each image token's
-    features made to name the words and controls in its cell (ReadingHead), with the
-    language model untouched. Without it the jointly trained model never used the image
-    (two runs of 3,000 steps: its answers ignored the screenshot, see docs/vision.md)."""
-    params = [p for n, p in model.named_parameters() if "language_model" not in n and "lm_head" not in n]
+def pretrain_reading(model, head, sets, steps, batch, lr, log_every=100):
+    """Stage 1: the vision tower, adapter and projection learn to read (ReadingHead: what each
+    image token's cell shows, which word each word on the page is, and where each word is),
+    with the language model untouched, on pages drawn uniformly from the Pages in sets.
+    Without it the jointly trained model never used the image (two runs of 3,000 steps: its
+    answers ignored the screenshot, see docs/vision.md)."""
+    params = [p for n, p in model.named_parameters() if not in_language_model(n)]
     opt = torch.optim.AdamW(params + list(head.parameters()), lr=lr, weight_decay=0.01)
     rng = random.Random(11)
-    curve, hits, t0 = [], [], time.time()
+    pool = [(s, p) for s in sets for p in range(len(s.pixels))]
+    curve, stats, t0 = [], [], time.time()
     model.train()
     for step in range(1, steps + 1):
         for g in opt.param_groups:
             g["lr"] = lr * min(1.0, step / 100) * 0.5 * (1 + math.cos(math.pi * step / steps))
-        pages = [rng.randrange(len(ex.pixels)) for _ in range(batch)]
-        feats = image_features(model, torch.cat([ex.pixels[p] for p in pages]), torch.cat([ex.grids[p] for p in pages]))
-        loss, hit = head.loss(feats, torch.cat([ex.cells[p] for p in pages]))
+        picks = [pool[rng.randrange(len(pool))] for _ in range(batch)]
+        pixels = torch.cat([s.pixels[p] for s, p in picks]).float()
+        feats = image_features(model, pixels, torch.cat([s.grids[p] for s, p in picks]))
+        loss, st = head.loss(feats, torch.cat([s.cells[p] for s, p in picks]),
+                             [(len(s.cells[p]), s.spans[p]) for s, p in picks])
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         curve.append(loss.item())
-        hits.append(hit)
+        stats.append(st)
         if step % log_every == 0 or step == steps:
-            log(f"reading: step {step}/{steps} loss {np.mean(curve[-log_every:]):.4f} "
-                f"word hit {np.mean(hits[-log_every:]):.3f} ({time.time() - t0:.0f} s)")
-    return curve, hits, time.time() - t0
+            recent = {k: np.mean([x[k] for x in stats[-log_every:] if k in x]) for k in st}
+            log(f"reading: step {step}/{steps} loss {np.mean(curve[-log_every:]):.4f} " +
+                " ".join(f"{k} {v:.3f}" for k, v in recent.items()) + f" ({time.time() - t0:.0f} s)")
+    model.eval()
+    return curve, stats, time.time() - t0
+
+
+def reading_accuracy(model, head, pages):
+    """On pages the tower did not train on: the share of words whose centre cell the pointing
+    head picks among all the page's cells, and the share it names, for button labels and for
+    the other words."""
+    if pages.features is None:
+        cache_features(model, pages)
+    counts = {}
+    with torch.no_grad():
+        for f, spans in zip(pages.features, pages.spans):
+            for word, covered, kind, centre in spans:
+                c = counts.setdefault("button" if kind == "button" else "other", [0, 0, 0])
+                c[0] += 1
+                c[1] += int(head.point_logits(f, word).argmax()) == centre
+                c[2] += int(head.word(f[covered].mean(0)).argmax()) == word
+    return {k: {"words": n, "point": pointed / n, "named": named / n} for k, (n, pointed, named) in counts.items()}
 
 
 def cache_features(model, ex, batch=32):
@@ -340,7 +432,7 @@ def cache_features(model, ex, batch=32):
     with torch.no_grad():
         for i in range(0, len(ex.pixels), batch):
             pages = range(i, min(i + batch, len(ex.pixels)))
-            feats = image_features(model, torch.cat([ex.pixels[p] for p in pages]), torch.cat([ex.grids[p] for p in pages]))
+            feats = image_features(model, *ex.tower_input(pages))
             ex.features += list(torch.split(feats, [len(ex.cells[p]) for p in pages]))
 
 
@@ -348,10 +440,10 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, log_
     """Stage 2: the language model on the tasks, loss on the answer only. The tower, adapter
     and projection stay as stage 1 left them (their features cached per page) unless tower_lr
     > 0: then they train with the language model at that rate, end to end on the tasks."""
-    in_lm = lambda n: "language_model" in n or "lm_head" in n  # noqa: E731
-    groups = [{"params": [p for n, p in model.named_parameters() if in_lm(n)], "base_lr": lr}]
+    groups = [{"params": [p for n, p in model.named_parameters() if in_language_model(n)], "base_lr": lr}]
     if with_image and tower_lr > 0:
-        groups.append({"params": [p for n, p in model.named_parameters() if not in_lm(n)], "base_lr": tower_lr})
+        groups.append({"params": [p for n, p in model.named_parameters() if not in_language_model(n)],
+                       "base_lr": tower_lr})
         assert ex.features is None, "a trained tower needs the pages' pixels, not cached features"
     params = [p for g in groups for p in g["params"]]
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
@@ -394,7 +486,9 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--train-pages", type=int, default=3000)
     ap.add_argument("--test-pages", type=int, default=300)
-    ap.add_argument("--reading-steps", type=int, default=2000)
+    ap.add_argument("--reading-pages", type=int, default=6000,
+                    help="pages of 6 to 10 buttons each, for the reading pretraining only (with the training pages)")
+    ap.add_argument("--reading-steps", type=int, default=3000)
     ap.add_argument("--reading-lr", type=float, default=2e-3)
     ap.add_argument("--steps", type=int, default=4000)
     ap.add_argument("--text-steps", type=int, default=None,
@@ -411,12 +505,15 @@ def main():
     ap.add_argument("--continue-from", type=Path, default=None,
                     help="an earlier run's OUT: start both models from its checkpoints (no reading pretraining; the "
                          "VLM's tower as it is, frozen unless --tower-lr) and train them --steps more")
+    ap.add_argument("--new-tower", action="store_true",
+                    help="with --continue-from: the VLM's tower, adapter and projection start afresh and learn to read "
+                         "again; its language model keeps its training")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     t_all = time.time()
     train_rows = with_reading_task(make_split(out, "train", args.train_pages, seed=1))
-    make_split(out, "test", args.test_pages, seed=2)
+    test_rows = make_split(out, "test", args.test_pages, seed=2)
     log(f"data: {len(train_rows)} train pages")
     tpl = template()
     texts = [render(tpl, t["question"], True, t["answer"]) for r in train_rows for t in r["tasks"]]
@@ -437,14 +534,27 @@ def main():
             cfg = model.config
         else:
             model = MuseGlimmerForConditionalGeneration(cfg)
+        if with_image and args.continue_from and args.new_tower:
+            fresh = MuseGlimmerForConditionalGeneration(cfg).state_dict()
+            model.load_state_dict({k: v for k, v in fresh.items() if not in_language_model(k)}, strict=False)
         n_params = sum(p.numel() for p in model.parameters())
         log(f"{name}: {len(ex.items)} examples (longest {max(len(i[1]) for i in ex.items)} tokens), "
             f"{n_params / 1e6:.2f}M parameters")
-        if with_image and not args.continue_from:
+        if with_image and (args.new_tower or not args.continue_from):
+            sets = [ex]
+            if args.reading_pages:
+                rows = make_split(out, "reading", args.reading_pages, seed=3, buttons=(6, 10))
+                sets.append(Pages(out, "reading", rows, half=True))
             head = ReadingHead(cfg.text_config.hidden_size)
-            curve, hits, seconds = pretrain_reading(model, head, ex, args.reading_steps, args.batch, args.reading_lr)
-            report["reading"] = {"seconds": seconds, "loss_curve": curve[::10], "word_hit_curve": hits[::10],
-                                 "final_word_hit": float(np.mean(hits[-100:]))}
+            curve, stats, seconds = pretrain_reading(model, head, sets, args.reading_steps, args.batch,
+                                                     args.reading_lr)
+            del sets
+            held_out = reading_accuracy(model, head, Pages(out, "test", test_rows))
+            log(f"reading, held-out pages: {held_out}")
+            report["reading"] = {"seconds": seconds, "loss_curve": curve[::10],
+                                 "stats_curve": [{k: float(np.mean([x[k] for x in stats[i:i + 10] if k in x]))
+                                                  for k in stats[i]} for i in range(0, len(stats), 10)],
+                                 "held_out": held_out}
         if with_image and not args.tower_lr:
             cache_features(model, ex)
         steps = args.steps if with_image or args.text_steps is None else args.text_steps

@@ -59,8 +59,9 @@ def _text_width(text, size, font):
     return int(len(text) * size * per) + 2
 
 
-def make_page(rng, width=WIDTH, height=HEIGHT):
-    """(html, elements, tasks). elements: every text and control on the page as dicts with kind
+def make_page(rng, width=WIDTH, height=HEIGHT, buttons=(2, 4)):
+    """(html, elements, tasks), with buttons[0] to buttons[1] buttons (fewer where they do not
+    fit). elements: every text and control on the page as dicts with kind
     (title, menu, button, dialog, message, checkbox, label), label and box (x, y, w, h); a text's
     box is estimated from its font size (the reading pretraining's targets need no more)."""
     font = rng.choice(FONTS)
@@ -127,7 +128,7 @@ def make_page(rng, width=WIDTH, height=HEIGHT):
                               "box": (bx + size + 8, y + 1, _text_width(label, size, font), size + 1)}]
             tasks.append(("checkbox", QUESTIONS["checkbox"], labels[checked], None))
 
-    for label in rng.sample(BUTTONS, rng.randint(2, 4)):
+    for label in rng.sample(BUTTONS, rng.randint(*buttons)):
         w, h = _text_width(label, size, font) + rng.randint(14, 24), size + rng.randint(10, 14)
         box = place(w, h)
         if not box:
