@@ -154,8 +154,8 @@ class ReadingHead(torch.nn.Module):
       words  per word on the page, which word it is, from the mean of its cells' features;
       point  per word on the page, a learned query for that word scores every cell, the
              word's centre cell the target: the lookup a click question asks of the model.
-    Trained on the cells alone, the features named 18% of held-out button-label cells; the
-    per-word losses are what taught the tower to read (docs/vision.md)."""
+    Trained on the cells alone, the features named 18% of held-out button-label cells; with
+    the per-word losses and the dense reading pages the pointing finds 94% (docs/vision.md)."""
 
     def __init__(self, width):
         super().__init__()
