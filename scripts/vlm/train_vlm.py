@@ -129,8 +129,8 @@ def cell_targets(elements, width, height):
 
 
 def word_spans(elements, width, height):
-    """[(word index, the cells its box covers by at least 4 x 4 pixels, the cell of its
-    centre)] for every word on the page, cells in raster order."""
+    """[(word index, the cells its box covers by at least 4 x 4 pixels, its element's kind,
+    the cell of its centre)] for every word on the page, cells in raster order."""
     gw, gh = width // CELL, height // CELL
     spans = []
     for e in elements:
@@ -283,7 +283,7 @@ def make_config(vocab, ids):
 
 class Pages:
     """A split's screenshots as the tower sees them: pixel values (stored in float16 when half,
-    exact for these unresized pages to 2e-4, so that thousands of pages fit in memory), their
+    within 2.5e-4 of float32 for these [-1, 1] values, so that thousands of pages fit in memory), their
     grids, cell targets and word spans."""
 
     def __init__(self, out, split, rows, half=False):
