@@ -284,14 +284,14 @@ def make_config(vocab, ids):
 class Pages:
     """A split's screenshots as the tower sees them: pixel values (stored in float16 when half,
     within 2.5e-4 of float32 for these [-1, 1] values, so that thousands of pages fit in memory), their
-    grids, cell targets and word spans."""
+    grids, cell targets and word spans. A row with a "split" key is read from that split."""
 
     def __init__(self, out, split, rows, half=False):
         proc = MuseGlimmerImageProcessor()
         self.pixels, self.grids, self.cells, self.spans = [], [], [], []
         self.features = None  # the tower's output per page, once cached
         for row in rows:
-            img = Image.open(out / "data" / split / row["image"]).convert("RGB")
+            img = Image.open(out / "data" / row.get("split", split) / row["image"]).convert("RGB")
             pv = proc(images=[img], max_image_tokens=4096, return_tensors="pt")
             self.pixels.append(pv["pixel_values"].half() if half else pv["pixel_values"])
             self.grids.append(pv["image_grid_thw"])
@@ -309,10 +309,12 @@ class Examples(Pages):
     turn's answer supervised: several times the answer tokens per step for little more
     compute, the first turn laid out as a single question is); else one item per task.
     grounding=True adds a second conversation per page of grounding_tasks(page) (kept apart so
-    that no conversation outgrows the local layers' window)."""
+    that no conversation outgrows the local layers' window); max_turns > 0 cuts conversations
+    into pieces of at most that many turns (pages dense with buttons would outgrow it too).
+    Each item is (page, token ids, answer spans, the cell each answer clicks or None)."""
 
-    def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False):
-        super().__init__(out, split, rows if with_image else [])
+    def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False, max_turns=0):
+        super().__init__(out, split, rows if with_image else [], half=True)
         self.items = []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
         order = random.Random(5)
@@ -334,6 +336,8 @@ class Examples(Pages):
             if conversations:
                 for g in groups:
                     order.shuffle(g)
+                if max_turns:
+                    groups = [g[i:i + max_turns] for g in groups for i in range(0, len(g), max_turns)]
             for group in (groups if conversations else [[x] for x in qa]):
                 full = encode(group)
                 spans = []
@@ -342,7 +346,48 @@ class Examples(Pages):
                     upto = encode(group[:k + 1])
                     assert full[:len(upto)] == upto and upto[:len(prompt)] == prompt, (prompt, upto, full)
                     spans.append((len(prompt), len(upto)))
-                self.items.append((p, full, spans))
+                self.items.append((p, full, spans, [clicked_cell(a) for _, a in group]))
+
+
+def clicked_cell(answer):
+    """The image token (raster order) whose cell holds the point a click answer names, or None."""
+    m = re.fullmatch(r"click\((\d+), (\d+)\)", answer)
+    if not m:
+        return None
+    x, y = int(m.group(1)), int(m.group(2))
+    return min(y // CELL, GRID_H - 1) * GRID_W + min(x // CELL, GRID_W - 1)
+
+
+class AttendToClicked:
+    """Attention supervision, a training signal for the VLM's language model: at each position
+    that predicts a click answer's tokens, the first head of each of `layers` is asked to put
+    its attention on the image token of the clicked cell (the loss: minus the log of that
+    weight). The lookup a click needs, from the question's word to the cell that shows it
+    (which the tower's features make possible: docs/vision.md), is then learned directly
+    rather than discovered through the answer's loss alone; the head's value brings that
+    cell's features, its column and row among them, to where the coordinates are written
+    (layers 1 and 2 of 4: the first can gather the question's word, the last decode the place).
+    Needs the eager attention (the weights returned)."""
+
+    def __init__(self, layers=(1, 2)):
+        self.layers = layers
+
+    def loss(self, attentions, input_ids, seqs, patch_id):
+        """-> (loss, share of those positions whose head puts most weight on the clicked cell
+        among the image tokens), or (None, None) without a click answer in the batch."""
+        weights, tops = [], []
+        for b, (_, _, spans, cells) in enumerate(seqs):
+            image = (input_ids[b] == patch_id).nonzero().squeeze(1)
+            for (begin, end), cell in zip(spans, cells):
+                if cell is None:
+                    continue
+                for layer in self.layers:
+                    rows = attentions[layer][b, 0, begin - 1:end - 1]  # [query, key]
+                    weights.append(rows[:, image[cell]])
+                    tops.append(rows[:, image].argmax(1) == cell)
+        if not weights:
+            return None, None
+        return -torch.log(torch.cat(weights) + 1e-6).mean(), float(torch.cat(tops).float().mean())
 
 
 def batch_of(ex, picks, with_image, pad):
@@ -351,7 +396,7 @@ def batch_of(ex, picks, with_image, pad):
     input_ids = torch.full((len(seqs), n), pad, dtype=torch.long)
     labels = torch.full((len(seqs), n), -100, dtype=torch.long)
     mask = torch.zeros((len(seqs), n), dtype=torch.long)
-    for b, (_, full, spans) in enumerate(seqs):
+    for b, (_, full, spans, _) in enumerate(seqs):
         input_ids[b, :len(full)] = torch.tensor(full)
         for begin, end in spans:
             labels[b, begin:end] = torch.tensor(full[begin:end])
@@ -436,11 +481,16 @@ def cache_features(model, ex, batch=32):
             ex.features += list(torch.split(feats, [len(ex.cells[p]) for p in pages]))
 
 
-def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, log_every=50):
+def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, attend_loss=0.0, patch_id=None,
+          log_every=50):
     """Stage 2: the language model on the tasks, loss on the answer only. The tower, adapter
     and projection stay as stage 1 left them (their features cached per page) unless tower_lr
-    > 0: then they train with the language model at that rate, end to end on the tasks."""
+    > 0: then they train with the language model at that rate, end to end on the tasks.
+    attend_loss > 0 adds AttendToClicked's loss at that weight (the VLM only)."""
     groups = [{"params": [p for n, p in model.named_parameters() if in_language_model(n)], "base_lr": lr}]
+    attend = AttendToClicked() if with_image and attend_loss > 0 else None
+    if attend:
+        model.set_attn_implementation("eager")
     if with_image and tower_lr > 0:
         groups.append({"params": [p for n, p in model.named_parameters() if not in_language_model(n)],
                        "base_lr": tower_lr})
@@ -448,7 +498,7 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, log_
     params = [p for g in groups for p in g["params"]]
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     rng = random.Random(7)
-    curve = []
+    curve, attended = [], []
     t0 = time.time()
     model.train()
     for step in range(1, steps + 1):
@@ -456,14 +506,23 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, log_
         for g in opt.param_groups:
             g["lr"] = g["base_lr"] * warm * 0.5 * (1 + math.cos(math.pi * step / steps))
         picks = [rng.randrange(len(ex.items)) for _ in range(batch)]
-        loss = model(**batch_of(ex, picks, with_image, pad)).loss
+        kw = batch_of(ex, picks, with_image, pad)
+        out = model(**kw, output_attentions=attend is not None)
+        loss = out.loss
+        if attend:
+            aux, hit = attend.loss(out.attentions, kw["input_ids"], [ex.items[i] for i in picks], patch_id)
+            if aux is not None:
+                loss = loss + attend_loss * aux
+                attended.append(hit)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
-        curve.append(loss.item())
+        curve.append(out.loss.item())  # the answers' loss alone, as the text-only model's
         if step % log_every == 0 or step == steps:
-            log(f"{name}: step {step}/{steps} loss {np.mean(curve[-log_every:]):.4f} ({time.time() - t0:.0f} s)")
+            probed = f" attended {np.mean(attended[-log_every:]):.3f}" if attended else ""
+            log(f"{name}: step {step}/{steps} loss {np.mean(curve[-log_every:]):.4f}{probed} "
+                f"({time.time() - t0:.0f} s)")
     model.eval()
     return curve, time.time() - t0
 
@@ -505,6 +564,16 @@ def main():
     ap.add_argument("--continue-from", type=Path, default=None,
                     help="an earlier run's OUT: start both models from its checkpoints (no reading pretraining; the "
                          "VLM's tower as it is, frozen unless --tower-lr) and train them --steps more")
+    ap.add_argument("--fresh-lm", action="store_true",
+                    help="with --continue-from: both language models start from random weights; the VLM keeps "
+                         "its tower, adapter and projection (frozen)")
+    ap.add_argument("--lm-reading-pages", action="store_true",
+                    help="the language models also train on the reading pages' tasks (about 8 buttons a page)")
+    ap.add_argument("--max-turns", type=int, default=0,
+                    help="> 0: training conversations of at most this many turns")
+    ap.add_argument("--attend-loss", type=float, default=0.0,
+                    help="> 0: one attention head of the VLM's language model is also trained to attend to the "
+                         "clicked cell at click answers (AttendToClicked), at this weight")
     ap.add_argument("--new-tower", action="store_true",
                     help="with --continue-from: the VLM's tower, adapter and projection start afresh and learn to read "
                          "again; its language model keeps its training")
@@ -524,8 +593,14 @@ def main():
     ids = {s: tok.token_to_id(s) for s in SPECIALS}
     assert all(i >= tok.get_vocab_size() - len(SPECIALS) for i in ids.values()), ids
     report = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in ("out", "threads")}
+    assert not (args.fresh_lm and args.new_tower), "--fresh-lm keeps the tower that --new-tower replaces"
+    lm_rows = train_rows
+    if args.lm_reading_pages:
+        reading_rows = make_split(out, "reading", args.reading_pages, seed=3, buttons=(6, 10))
+        lm_rows = train_rows + [dict(r, split="reading") for r in with_reading_task(reading_rows)]
     for with_image, name in ((True, "vlm"), (False, "text-only")):
-        ex = Examples(out, "train", train_rows, tok, tpl, with_image, conversations=True, grounding=args.grounding)
+        ex = Examples(out, "train", lm_rows, tok, tpl, with_image, conversations=True, grounding=args.grounding,
+                      max_turns=args.max_turns)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
         if args.continue_from:
@@ -534,6 +609,9 @@ def main():
             cfg = model.config
         else:
             model = MuseGlimmerForConditionalGeneration(cfg)
+        if args.continue_from and args.fresh_lm:
+            fresh = MuseGlimmerForConditionalGeneration(cfg).state_dict()
+            model.load_state_dict({k: v for k, v in fresh.items() if in_language_model(k)}, strict=False)
         if with_image and args.continue_from and args.new_tower:
             fresh = MuseGlimmerForConditionalGeneration(cfg).state_dict()
             model.load_state_dict({k: v for k, v in fresh.items() if not in_language_model(k)}, strict=False)
@@ -557,9 +635,10 @@ def main():
                                  "held_out": held_out}
         if with_image and not args.tower_lr:
             cache_features(model, ex)
+            ex.pixels = None  # not needed again: thousands of pages' worth of memory
         steps = args.steps if with_image or args.text_steps is None else args.text_steps
         curve, seconds = train(name, model, ex, steps, args.batch, args.lr, with_image, ids["<|end_of_text|>"],
-                               tower_lr=args.tower_lr)
+                               tower_lr=args.tower_lr, attend_loss=args.attend_loss, patch_id=ids["<|patch|>"])
         export(model, tok, cfg, out / f"{name}-hf", out / f"{name}.gguf", out / f"{name}-mmproj.gguf", with_image)
         report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": seconds, "steps": steps,
                         "loss_curve": curve[::10], "final_loss": float(np.mean(curve[-100:])) if curve else None}
