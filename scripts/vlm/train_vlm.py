@@ -311,9 +311,10 @@ class Examples(Pages):
     grounding=True adds a second conversation per page of grounding_tasks(page) (kept apart so
     that no conversation outgrows the local layers' window); max_turns > 0 cuts conversations
     into pieces of at most that many turns (pages dense with buttons would outgrow it too).
-    Each item is (page, token ids, answer spans, the cell each answer clicks or None)."""
+    Each item is (page, token ids, answer spans, each answer's attention_targets or None)."""
 
-    def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False, max_turns=0):
+    def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False, max_turns=0,
+                 attend_clicks_only=False):
         super().__init__(out, split, rows if with_image else [], half=True)
         self.items = []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
@@ -346,42 +347,66 @@ class Examples(Pages):
                     upto = encode(group[:k + 1])
                     assert full[:len(upto)] == upto and upto[:len(prompt)] == prompt, (prompt, upto, full)
                     spans.append((len(prompt), len(upto)))
-                self.items.append((p, full, spans, [clicked_cell(a) for _, a in group]))
+                looks = attention_targets(row, attend_clicks_only)
+                self.items.append((p, full, spans, [looks.get(q) for q, _ in group]))
 
 
-def clicked_cell(answer):
-    """The image token (raster order) whose cell holds the point a click answer names, or None."""
-    m = re.fullmatch(r"click\((\d+), (\d+)\)", answer)
-    if not m:
-        return None
-    x, y = int(m.group(1)), int(m.group(2))
-    return min(y // CELL, GRID_H - 1) * GRID_W + min(x // CELL, GRID_W - 1)
+def centre_cell(box):
+    """The image token (raster order) whose cell holds the centre of this box (where a click
+    on it points)."""
+    x, y, w, h = box
+    return min((y + h // 2) // CELL, GRID_H - 1) * GRID_W + min((x + w // 2) // CELL, GRID_W - 1)
 
 
-class AttendToClicked:
+def attention_targets(row, clicks_only=False):
+    """{question: (cell for the first supervised head, cell for the second)} for the page's
+    questions whose answer is found at a place on it (AttendToTarget): a click (any clicked
+    element) looks at the clicked cell twice; the dialog's message at the message; "Which
+    checkbox is checked?" first at the checked box, then at its label; "Is X checked?" first
+    at the label X, then at its box. "List the buttons." has none. clicks_only: the clicks alone."""
+    looks, elements = {}, row["elements"]
+    for t in row["tasks"] + grounding_tasks(row):
+        m = re.fullmatch(r"click\((\d+), (\d+)\)", t["answer"])
+        if m:
+            x, y = int(m.group(1)), int(m.group(2))
+            cell = min(y // CELL, GRID_H - 1) * GRID_W + min(x // CELL, GRID_W - 1)
+            looks[t["question"]] = (cell, cell)
+    for i, e in enumerate([] if clicks_only else elements):
+        if e["kind"] == "message":
+            looks[ui_pages.QUESTIONS["dialog"]] = (centre_cell(e["box"]),) * 2
+        elif e["kind"] == "label":  # follows its checkbox
+            box, label = centre_cell(elements[i - 1]["box"]), centre_cell(e["box"])
+            if elements[i - 1]["label"] == "checked":
+                looks[ui_pages.QUESTIONS["checkbox"]] = (box, label)
+            looks["Is {} checked?".format(e["label"])] = (label, box)
+    return looks
+
+
+class AttendToTarget:
     """Attention supervision, a training signal for the VLM's language model: at each position
-    that predicts a click answer's tokens, the first head of each of `layers` is asked to put
-    its attention on the image token of the clicked cell (the loss: minus the log of that
-    weight). The lookup a click needs, from the question's word to the cell that shows it
-    (which the tower's features make possible: docs/vision.md), is then learned directly
-    rather than discovered through the answer's loss alone; the head's value brings that
-    cell's features, its column and row among them, to where the coordinates are written
-    (layers 1 and 2 of 4: the first can gather the question's word, the last decode the place).
-    Needs the eager attention (the weights returned)."""
+    that predicts the answer's tokens of a question answered at a place on the page
+    (attention_targets), the first head of each of `layers` is asked to put its attention on
+    the image token of that layer's target cell (the loss: minus the log of that weight). The
+    lookup a click needs, from the question's word to the cell that shows it (which the
+    tower's features make possible: docs/vision.md), is then learned directly rather than
+    discovered through the answer's loss alone; the head's value brings that cell's features,
+    its word, column and row among them, to where the answer is written (layers 1 and 2 of
+    4: the first can gather the question's word, the last two decode the answer). Needs the
+    eager attention (the weights returned)."""
 
     def __init__(self, layers=(1, 2)):
         self.layers = layers
 
     def loss(self, attentions, input_ids, seqs, patch_id):
-        """-> (loss, share of those positions whose head puts most weight on the clicked cell
-        among the image tokens), or (None, None) without a click answer in the batch."""
+        """-> (loss, share of those positions and heads that put most weight on their target
+        among the image tokens), or (None, None) without such a question in the batch."""
         weights, tops = [], []
-        for b, (_, _, spans, cells) in enumerate(seqs):
+        for b, (_, _, spans, targets) in enumerate(seqs):
             image = (input_ids[b] == patch_id).nonzero().squeeze(1)
-            for (begin, end), cell in zip(spans, cells):
-                if cell is None:
+            for (begin, end), cells in zip(spans, targets):
+                if cells is None:
                     continue
-                for layer in self.layers:
+                for layer, cell in zip(self.layers, cells):
                     rows = attentions[layer][b, 0, begin - 1:end - 1]  # [query, key]
                     weights.append(rows[:, image[cell]])
                     tops.append(rows[:, image].argmax(1) == cell)
@@ -486,9 +511,9 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, atte
     """Stage 2: the language model on the tasks, loss on the answer only. The tower, adapter
     and projection stay as stage 1 left them (their features cached per page) unless tower_lr
     > 0: then they train with the language model at that rate, end to end on the tasks.
-    attend_loss > 0 adds AttendToClicked's loss at that weight (the VLM only)."""
+    attend_loss > 0 adds AttendToTarget's loss at that weight (the VLM only)."""
     groups = [{"params": [p for n, p in model.named_parameters() if in_language_model(n)], "base_lr": lr}]
-    attend = AttendToClicked() if with_image and attend_loss > 0 else None
+    attend = AttendToTarget() if with_image and attend_loss > 0 else None
     if attend:
         model.set_attn_implementation("eager")
     if with_image and tower_lr > 0:
@@ -572,8 +597,10 @@ def main():
     ap.add_argument("--max-turns", type=int, default=0,
                     help="> 0: training conversations of at most this many turns")
     ap.add_argument("--attend-loss", type=float, default=0.0,
-                    help="> 0: one attention head of the VLM's language model is also trained to attend to the "
-                         "clicked cell at click answers (AttendToClicked), at this weight")
+                    help="> 0: a head in two layers of the VLM's language model is also trained to attend to where "
+                         "the answer is on the page (AttendToTarget), at this weight")
+    ap.add_argument("--attend-clicks-only", action="store_true",
+                    help="with --attend-loss: only the click questions' heads are supervised")
     ap.add_argument("--new-tower", action="store_true",
                     help="with --continue-from: the VLM's tower, adapter and projection start afresh and learn to read "
                          "again; its language model keeps its training")
@@ -600,7 +627,7 @@ def main():
         lm_rows = train_rows + [dict(r, split="reading") for r in with_reading_task(reading_rows)]
     for with_image, name in ((True, "vlm"), (False, "text-only")):
         ex = Examples(out, "train", lm_rows, tok, tpl, with_image, conversations=True, grounding=args.grounding,
-                      max_turns=args.max_turns)
+                      max_turns=args.max_turns, attend_clicks_only=args.attend_clicks_only)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
         if args.continue_from:
