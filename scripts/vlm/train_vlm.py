@@ -12,8 +12,11 @@ at it, on the training pages and on pages dense with buttons; then frozen), then
 language model learns the tasks, loss on the answer only; a run may continue an earlier one
 (--continue-from), with a tower that learns to read afresh (--new-tower), training-only
 grounding questions (--grounding) and the tower trained end to end with the language model
-(--tower-lr). Exported as a text GGUF
-(`squeeze convert`) and a projector GGUF (llama.cpp's clip names), which squeeze serves.
+(--tower-lr), or with language models that start afresh on a kept tower (--fresh-lm), also on
+the dense reading pages' questions (--lm-reading-pages), with two of their attention heads
+trained to look where the answer is on the page (--attend-loss: AttendToTarget). Exported as
+a text GGUF (`squeeze convert`) and a projector GGUF (llama.cpp's clip names), which squeeze
+serves.
 
 Run by scripts/train-vlm; OUT holds data/, the checkpoints and the exported models.
 """
@@ -331,6 +334,7 @@ class Examples(Pages):
                 return out_ids
 
             qa = [(t["question"], t["answer"]) for t in row["tasks"]]
+            looks = attention_targets(row, attend_clicks_only)
             groups = [qa]
             if grounding:
                 groups.append([(t["question"], t["answer"]) for t in grounding_tasks(row)])
@@ -347,15 +351,18 @@ class Examples(Pages):
                     upto = encode(group[:k + 1])
                     assert full[:len(upto)] == upto and upto[:len(prompt)] == prompt, (prompt, upto, full)
                     spans.append((len(prompt), len(upto)))
-                looks = attention_targets(row, attend_clicks_only)
                 self.items.append((p, full, spans, [looks.get(q) for q, _ in group]))
 
 
+def cell_at(x, y):
+    """The image token (raster order) whose cell holds pixel (x, y)."""
+    return min(y // CELL, GRID_H - 1) * GRID_W + min(x // CELL, GRID_W - 1)
+
+
 def centre_cell(box):
-    """The image token (raster order) whose cell holds the centre of this box (where a click
-    on it points)."""
+    """The cell of this box's centre (where a click on it points)."""
     x, y, w, h = box
-    return min((y + h // 2) // CELL, GRID_H - 1) * GRID_W + min((x + w // 2) // CELL, GRID_W - 1)
+    return cell_at(x + w // 2, y + h // 2)
 
 
 def attention_targets(row, clicks_only=False):
@@ -368,9 +375,7 @@ def attention_targets(row, clicks_only=False):
     for t in row["tasks"] + grounding_tasks(row):
         m = re.fullmatch(r"click\((\d+), (\d+)\)", t["answer"])
         if m:
-            x, y = int(m.group(1)), int(m.group(2))
-            cell = min(y // CELL, GRID_H - 1) * GRID_W + min(x // CELL, GRID_W - 1)
-            looks[t["question"]] = (cell, cell)
+            looks[t["question"]] = (cell_at(int(m.group(1)), int(m.group(2))),) * 2
     for i, e in enumerate([] if clicks_only else elements):
         if e["kind"] == "message":
             looks[ui_pages.QUESTIONS["dialog"]] = (centre_cell(e["box"]),) * 2
