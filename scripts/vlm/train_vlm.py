@@ -134,18 +134,14 @@ def cell_targets(elements, width, height):
 def word_spans(elements, width, height):
     """[(word index, the cells its box covers by at least 4 x 4 pixels, its element's kind,
     the cell of its centre)] for every word on the page, cells in raster order."""
-    gw, gh = width // CELL, height // CELL
+    assert (width // CELL, height // CELL) == (GRID_W, GRID_H), (width, height)
     spans = []
     for e in elements:
         if e["label"] not in WORD_INDEX:  # a dialog, or a checkbox (its label is its state)
             continue
-        x, y, w, h = e["box"]
-        cells = [cy * gw + cx for cy in range(gh) for cx in range(gw)
-                 if min(x + w, (cx + 1) * CELL) - max(x, cx * CELL) >= 4 and
-                 min(y + h, (cy + 1) * CELL) - max(y, cy * CELL) >= 4]
-        centre = min((y + h // 2) // CELL, gh - 1) * gw + min((x + w // 2) // CELL, gw - 1)
+        cells = covered_cells(e["box"])
         if cells:
-            spans.append((WORD_INDEX[e["label"]], cells, e["kind"], centre))
+            spans.append((WORD_INDEX[e["label"]], cells, e["kind"], centre_cell(e["box"])))
     return spans
 
 
@@ -317,7 +313,7 @@ class Examples(Pages):
     Each item is (page, token ids, answer spans, each answer's attention_targets or None)."""
 
     def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False, max_turns=0,
-                 attend_clicks_only=False):
+                 attend_clicks_only=False, attend_spans=False):
         super().__init__(out, split, rows if with_image else [], half=True)
         self.items = []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
@@ -334,7 +330,7 @@ class Examples(Pages):
                 return out_ids
 
             qa = [(t["question"], t["answer"]) for t in row["tasks"]]
-            looks = attention_targets(row, attend_clicks_only)
+            looks = attention_targets(row, attend_clicks_only, attend_spans)
             groups = [qa]
             if grounding:
                 groups.append([(t["question"], t["answer"]) for t in grounding_tasks(row)])
@@ -365,22 +361,34 @@ def centre_cell(box):
     return cell_at(x + w // 2, y + h // 2)
 
 
-def attention_targets(row, clicks_only=False):
-    """{question: (cell for the first supervised head, cell for the second)} for the page's
+def covered_cells(box):
+    """The cells (raster order) this box covers by at least 4 x 4 pixels."""
+    x, y, w, h = box
+    return [cy * GRID_W + cx for cy in range(GRID_H) for cx in range(GRID_W)
+            if min(x + w, (cx + 1) * CELL) - max(x, cx * CELL) >= 4 and
+            min(y + h, (cy + 1) * CELL) - max(y, cy * CELL) >= 4]
+
+
+def attention_targets(row, clicks_only=False, spans=False):
+    """{question: (cells for the first supervised head, cells for the second)} for the page's
     questions whose answer is found at a place on it (AttendToTarget): a click (any clicked
     element) looks at the clicked cell twice; the dialog's message at the message; "Which
     checkbox is checked?" first at the checked box, then at its label; "Is X checked?" first
-    at the label X, then at its box. "List the buttons." has none. clicks_only: the clicks alone."""
+    at the label X, then at its box. "List the buttons." has none. clicks_only: the clicks
+    alone. An element is its centre cell, or with spans every cell its box covers: a word is
+    named from the mean of those (91% of held-out words, against 49% of messages from the
+    centre cell alone; docs/vision.md)."""
     looks, elements = {}, row["elements"]
+    place = covered_cells if spans else (lambda box: [centre_cell(box)])
     for t in row["tasks"] + grounding_tasks(row):
         m = re.fullmatch(r"click\((\d+), (\d+)\)", t["answer"])
         if m:
-            looks[t["question"]] = (cell_at(int(m.group(1)), int(m.group(2))),) * 2
+            looks[t["question"]] = ([cell_at(int(m.group(1)), int(m.group(2)))],) * 2
     for i, e in enumerate([] if clicks_only else elements):
         if e["kind"] == "message":
-            looks[ui_pages.QUESTIONS["dialog"]] = (centre_cell(e["box"]),) * 2
+            looks[ui_pages.QUESTIONS["dialog"]] = (place(e["box"]),) * 2
         elif e["kind"] == "label":  # follows its checkbox
-            box, label = centre_cell(elements[i - 1]["box"]), centre_cell(e["box"])
+            box, label = place(elements[i - 1]["box"]), place(e["box"])
             if elements[i - 1]["label"] == "checked":
                 looks[ui_pages.QUESTIONS["checkbox"]] = (box, label)
             looks["Is {} checked?".format(e["label"])] = (label, box)
@@ -391,7 +399,8 @@ class AttendToTarget:
     """Attention supervision, a training signal for the VLM's language model: at each position
     that predicts the answer's tokens of a question answered at a place on the page
     (attention_targets), the first head of each of `layers` is asked to put its attention on
-    the image token of that layer's target cell (the loss: minus the log of that weight). The
+    the image tokens of that layer's target cells (the loss: minus the log of their summed
+    weight). The
     lookup a click needs, from the question's word to the cell that shows it (which the
     tower's features make possible: docs/vision.md), is then learned directly rather than
     discovered through the answer's loss alone; the head's value brings that cell's features,
@@ -403,18 +412,19 @@ class AttendToTarget:
         self.layers = layers
 
     def loss(self, attentions, input_ids, seqs, patch_id):
-        """-> (loss, share of those positions and heads that put most weight on their target
-        among the image tokens), or (None, None) without such a question in the batch."""
+        """-> (loss, share of those positions and heads whose most attended image token is
+        one of their targets), or (None, None) without such a question in the batch."""
         weights, tops = [], []
         for b, (_, _, spans, targets) in enumerate(seqs):
             image = (input_ids[b] == patch_id).nonzero().squeeze(1)
-            for (begin, end), cells in zip(spans, targets):
-                if cells is None:
+            for (begin, end), looks in zip(spans, targets):
+                if looks is None:
                     continue
-                for layer, cell in zip(self.layers, cells):
+                for layer, cells in zip(self.layers, looks):
                     rows = attentions[layer][b, 0, begin - 1:end - 1]  # [query, key]
-                    weights.append(rows[:, image[cell]])
-                    tops.append(rows[:, image].argmax(1) == cell)
+                    cells = torch.tensor(cells)
+                    weights.append(rows[:, image[cells]].sum(1))
+                    tops.append(torch.isin(rows[:, image].argmax(1), cells))
         if not weights:
             return None, None
         return -torch.log(torch.cat(weights) + 1e-6).mean(), float(torch.cat(tops).float().mean())
@@ -606,6 +616,9 @@ def main():
                          "the answer is on the page (AttendToTarget), at this weight")
     ap.add_argument("--attend-clicks-only", action="store_true",
                     help="with --attend-loss: only the click questions' heads are supervised")
+    ap.add_argument("--attend-spans", action="store_true",
+                    help="with --attend-loss: the heads attend over every cell of the message, label or checkbox "
+                         "(else its centre cell)")
     ap.add_argument("--new-tower", action="store_true",
                     help="with --continue-from: the VLM's tower, adapter and projection start afresh and learn to read "
                          "again; its language model keeps its training")
@@ -632,7 +645,8 @@ def main():
         lm_rows = train_rows + [dict(r, split="reading") for r in with_reading_task(reading_rows)]
     for with_image, name in ((True, "vlm"), (False, "text-only")):
         ex = Examples(out, "train", lm_rows, tok, tpl, with_image, conversations=True, grounding=args.grounding,
-                      max_turns=args.max_turns, attend_clicks_only=args.attend_clicks_only)
+                      max_turns=args.max_turns, attend_clicks_only=args.attend_clicks_only,
+                      attend_spans=args.attend_spans)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
         if args.continue_from:
