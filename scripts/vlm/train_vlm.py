@@ -313,7 +313,7 @@ class Examples(Pages):
     Each item is (page, token ids, answer spans, each answer's attention_targets or None)."""
 
     def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False, max_turns=0,
-                 attend_clicks_only=False, attend_spans=False):
+                 attend_clicks_only=False, attend_spans=False, attend_checked_row=False):
         super().__init__(out, split, rows if with_image else [], half=True)
         self.items = []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
@@ -330,7 +330,7 @@ class Examples(Pages):
                 return out_ids
 
             qa = [(t["question"], t["answer"]) for t in row["tasks"]]
-            looks = attention_targets(row, attend_clicks_only, attend_spans)
+            looks = attention_targets(row, attend_clicks_only, attend_spans, attend_checked_row)
             groups = [qa]
             if grounding:
                 groups.append([(t["question"], t["answer"]) for t in grounding_tasks(row)])
@@ -369,7 +369,7 @@ def covered_cells(box):
             min(y + h, (cy + 1) * CELL) - max(y, cy * CELL) >= 4]
 
 
-def attention_targets(row, clicks_only=False, spans=False):
+def attention_targets(row, clicks_only=False, spans=False, checked_row=False):
     """{question: (cells for the first supervised head, cells for the second)} for the page's
     questions whose answer is found at a place on it (AttendToTarget): a click (any clicked
     element) looks at the clicked cell twice; the dialog's message at the message; "Which
@@ -377,7 +377,9 @@ def attention_targets(row, clicks_only=False, spans=False):
     at the label X, then at its box. "List the buttons." has none. clicks_only: the clicks
     alone. An element is its centre cell, or with spans every cell its box covers: a word is
     named from the mean of those (91% of held-out words, against 49% of messages from the
-    centre cell alone; docs/vision.md)."""
+    centre cell alone; docs/vision.md). checked_row: "Which checkbox is checked?" looks first
+    at the checked box and its label together, so that the label's word reaches the answer a
+    layer earlier (from layer 2 alone, two layers were left to decode it: docs/vision.md)."""
     looks, elements = {}, row["elements"]
     place = covered_cells if spans else (lambda box: [centre_cell(box)])
     for t in row["tasks"] + grounding_tasks(row):
@@ -390,7 +392,7 @@ def attention_targets(row, clicks_only=False, spans=False):
         elif e["kind"] == "label":  # follows its checkbox
             box, label = place(elements[i - 1]["box"]), place(e["box"])
             if elements[i - 1]["label"] == "checked":
-                looks[ui_pages.QUESTIONS["checkbox"]] = (box, label)
+                looks[ui_pages.QUESTIONS["checkbox"]] = (sorted(set(box + label)) if checked_row else box, label)
             looks["Is {} checked?".format(e["label"])] = (label, box)
     return looks
 
@@ -619,6 +621,9 @@ def main():
     ap.add_argument("--attend-spans", action="store_true",
                     help="with --attend-loss: the heads attend over every cell of the message, label or checkbox "
                          "(else its centre cell)")
+    ap.add_argument("--attend-checked-row", action="store_true",
+                    help="with --attend-loss: for \"Which checkbox is checked?\" the first head attends over the "
+                         "checked box and its label together (else the box)")
     ap.add_argument("--new-tower", action="store_true",
                     help="with --continue-from: the VLM's tower, adapter and projection start afresh and learn to read "
                          "again; its language model keeps its training")
@@ -646,7 +651,7 @@ def main():
     for with_image, name in ((True, "vlm"), (False, "text-only")):
         ex = Examples(out, "train", lm_rows, tok, tpl, with_image, conversations=True, grounding=args.grounding,
                       max_turns=args.max_turns, attend_clicks_only=args.attend_clicks_only,
-                      attend_spans=args.attend_spans)
+                      attend_spans=args.attend_spans, attend_checked_row=args.attend_checked_row)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
         if args.continue_from:
