@@ -4,7 +4,8 @@ checkbox answers fail: in what the frozen tower's features carry, or in the lang
 1. Linear probes on the tower's image tokens (fitted on N training pages, scored on the 300
    held-out ones): the dialog's message (one of 16) from its centre cell and from the mean of
    every cell its box covers; a checkbox's state from its box's and its label's cells (one box
-   in three is checked, so 67% is what the majority class scores).
+   in three is checked, so 67% is what the majority class scores); the checked box's label
+   (one of 12) from its box's cells alone.
 2. Teacher-forced on every held-out question, one question per prompt as served: per task,
    the share whose whole answer is the argmax at every answer position (for a click, its
    exact centre, which the evaluation does not ask: any point inside the box), and the share where
@@ -36,11 +37,15 @@ def split_rows(out, split, n=None):
 
 def probe_examples(rows, features):
     """(message from the centre cell, message from the covered cells' mean, checked from the
-    box's and the label's covered means), each a list of (feature, class)."""
-    centre, mean, checked = [], [], []
+    box's and the label's covered means, the checked box's label from its box's covered
+    mean), each a list of (feature, class)."""
+    centre, mean, checked, label_of_checked = [], [], [], []
     for row, f in zip(rows, features):
         f = f.float()
         elements = row["elements"]
+        box = train_vlm.checked_box(elements)
+        if box:
+            label_of_checked.append((f[train_vlm.covered_cells(box[1])].mean(0), ui_pages.CHECKS.index(box[0])))
         for i, e in enumerate(elements):
             if e["kind"] == "message":
                 word = ui_pages.MESSAGES.index(e["label"])
@@ -51,7 +56,7 @@ def probe_examples(rows, features):
                 both = torch.cat([f[train_vlm.covered_cells(box["box"])].mean(0),
                                   f[train_vlm.covered_cells(e["box"])].mean(0)])
                 checked.append((both, int(box["label"] == "checked")))
-    return centre, mean, checked
+    return centre, mean, checked, label_of_checked
 
 
 def linear_probe(train, test, classes, steps=500):
@@ -83,10 +88,9 @@ def teacher_forced(model, tok, rows, features, layers=(1, 2)):
             prompt = tok.encode(train_vlm.render(tpl, t["question"], True)).ids
             full = tok.encode(train_vlm.render(tpl, t["question"], True, t["answer"])).ids
             assert full[:len(prompt)] == prompt
-            at = full.index(ids["<|patch|>"])
-            widen = [ids["<|image_start|>"]] + [ids["<|patch|>"]] * len(f) + [ids["<|image_end|>"]]
-            x = torch.tensor(full[:at] + widen + full[at + 1:])[None]
-            begin, end = len(prompt) + len(widen) - 1, len(full) + len(widen) - 1
+            x = torch.tensor(train_vlm.expand_image(full, len(f), ids))[None]
+            shift = x.shape[1] - len(full)
+            begin, end = len(prompt) + shift, len(full) + shift
             with torch.no_grad():
                 out = model(input_ids=x, output_attentions=True,
                             mm_encoder_outputs={"image": BaseModelOutputWithPooling(pooler_output=[f])})
@@ -120,7 +124,8 @@ def main():
     train, test = probe_examples(*sets["train"]), probe_examples(*sets["test"])
     report = {"probes": {name: dict(zip(("train", "held_out"), linear_probe(a, b, classes)))
                          for name, a, b, classes in zip(("message_centre_cell", "message_covered_mean",
-                                                         "checked_box_and_label"), train, test, (16, 16, 2))},
+                                                         "checked_box_and_label", "label_of_checked_box"),
+                                                        train, test, (16, 16, 2, len(ui_pages.CHECKS)))},
               "teacher_forced": teacher_forced(model, tok, *sets["test"])}
     (args.out / "diagnosis.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))

@@ -31,8 +31,7 @@ for name, with_image in (("vlm", True), ("text-only", False)):
         for t in row["tasks"]:
             ids = tok(train_vlm.render(tpl, t["question"], with_image), add_special_tokens=False).input_ids
             if with_image:
-                at = ids.index(ids_sp["<|patch|>"])
-                ids = ids[:at] + [ids_sp["<|image_start|>"]] + [ids_sp["<|patch|>"]] * n_img + [ids_sp["<|image_end|>"]] + ids[at + 1:]
+                ids = train_vlm.expand_image(ids, n_img, ids_sp)
             x = torch.tensor(ids)[None]; outt = []
             with torch.no_grad():
                 for _ in range(16):

@@ -10,7 +10,8 @@ full), the 2 x 2 merge, adapter and projection into a 4-layer language model of 
 the tower first learns to read (heads on its features name each word on the page and point
 at it, on the training pages and on pages dense with buttons; then frozen), then the
 language model learns the tasks, loss on the answer only; a run may continue an earlier one
-(--continue-from), with a tower that learns to read afresh (--new-tower), training-only
+(--continue-from), with a tower that learns to read afresh (--new-tower; --read-checked: also
+which label the checked box belongs to), training-only
 grounding questions (--grounding) and the tower trained end to end with the language model
 (--tower-lr), or with language models that start afresh on a kept tower (--fresh-lm), also on
 the dense reading pages' questions (--lm-reading-pages), with two of their attention heads
@@ -21,7 +22,8 @@ serves.
 Run by scripts/train-vlm; OUT holds data/, the checkpoints and the exported models.
 """
 import argparse
-import io
+import ctypes
+import gc
 import json
 import math
 import os
@@ -104,15 +106,30 @@ GRID_W, GRID_H = ui_pages.WIDTH // CELL, ui_pages.HEIGHT // CELL
 WORD_INDEX = {w: i for i, w in enumerate(WORDS)}
 CELL_CLASSES = (WORDS + ["button", "dialog", "checked", "unchecked"] + [f"column {i}" for i in range(GRID_W)] +
                 [f"row {i}" for i in range(GRID_H)])
+# With read_checked, the checked box's cells also name the label of its row: the checkbox
+# question binds a box's state to the word beside it, which cells that hold parts of two
+# checkbox rows blur when state and word are read apart (docs/vision.md).
+CHECKED_CLASSES = [f"checked {label}" for label in ui_pages.CHECKS]
 
 
-def cell_targets(elements, width, height):
+def checked_box(elements):
+    """(label, box) of the page's checked checkbox, or None (a label follows its box)."""
+    for i, e in enumerate(elements):
+        if e["kind"] == "checkbox" and e["label"] == "checked":
+            return elements[i + 1]["label"], e["box"]
+    return None
+
+
+def cell_targets(elements, width, height, read_checked=False):
     """[cells, classes] multi-hot, cells in the image tokens' raster order: the words and
-    controls whose box covers at least 4 x 4 pixels of the cell, its column and its row."""
+    controls whose box covers at least 4 x 4 pixels of the cell, its column and its row; with
+    read_checked, on the checked box's cells also its label (CHECKED_CLASSES)."""
     gw, gh = width // CELL, height // CELL
     assert (gw, gh) == (GRID_W, GRID_H), (width, height)
-    t = torch.zeros(gh * gw, len(CELL_CLASSES))
-    index = {c: i for i, c in enumerate(CELL_CLASSES)}
+    classes_of_cells = CELL_CLASSES + (CHECKED_CLASSES if read_checked else [])
+    t = torch.zeros(gh * gw, len(classes_of_cells))
+    index = {c: i for i, c in enumerate(classes_of_cells)}
+    checked = checked_box(elements) if read_checked else None
     for cy in range(gh):
         for cx in range(gw):
             t[cy * gw + cx, index[f"column {cx}"]] = t[cy * gw + cx, index[f"row {cy}"]] = 1
@@ -121,6 +138,8 @@ def cell_targets(elements, width, height):
         classes = [e["label"]] if e["label"] else []
         if e["kind"] in ("button", "dialog"):
             classes.append(e["kind"])
+        if checked and e["kind"] == "checkbox" and e["box"] == checked[1]:
+            classes.append(f"checked {checked[0]}")
         for cy in range(gh):
             for cx in range(gw):
                 ox = min(x + w, (cx + 1) * CELL) - max(x, cx * CELL)
@@ -152,32 +171,38 @@ class ReadingHead(torch.nn.Module):
       cells  per cell, the words, controls, column and row it holds (multi-hot);
       words  per word on the page, which word it is, from the mean of its cells' features;
       point  per word on the page, a learned query for that word scores every cell, the
-             word's centre cell the target: the lookup a click question asks of the model.
+             word's centre cell the target: the lookup a click question asks of the model;
+      checked  (read_checked) the checked box's label, from the mean of the box's cells.
     Trained on the cells alone, the features named 18% of held-out button-label cells; with
     the per-word losses and the dense reading pages the pointing finds 94% (docs/vision.md)."""
 
-    def __init__(self, width):
+    def __init__(self, width, read_checked=False):
         super().__init__()
-        self.proj = torch.nn.Linear(width, len(CELL_CLASSES))
+        self.proj = torch.nn.Linear(width, len(CELL_CLASSES) + (len(CHECKED_CLASSES) if read_checked else 0))
         self.word = torch.nn.Linear(width, len(WORDS))
         self.query = torch.nn.Embedding(len(WORDS), width)
+        self.checked = torch.nn.Linear(width, len(ui_pages.CHECKS)) if read_checked else None
 
     def point_logits(self, page_features, word):
         return page_features @ self.query.weight[word] / math.sqrt(page_features.shape[1])
 
     def loss(self, features, cells, pages):
-        """features and cells: the batch's pages' cells, concatenated; pages: (cells, word_spans)
-        per page. -> (loss, {"cell": share of word cells whose top word is one of theirs, "word",
-        "point": shares of words named / pointed at})."""
+        """features and cells: the batch's pages' cells, concatenated; pages: (cells, word_spans,
+        checked_span) per page. -> (loss, {"cell": share of word cells whose top word is one of
+        theirs, "word", "point": shares of words named / pointed at, "checked": share of checked
+        boxes whose label is named})."""
         logits = self.proj(features)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, cells, reduction="sum") / cells.shape[0]
         words = cells[:, :len(WORDS)]
         has = words.sum(1) > 0
         stats = {"cell": float(words[has].gather(1, logits[has, :len(WORDS)].argmax(1, keepdim=True)).mean())}
-        pooled, point, targets, centres, at = [], [], [], [], 0
-        for n, spans in pages:
+        pooled, point, targets, centres, boxes, labels, at = [], [], [], [], [], [], 0
+        for n, spans, checked in pages:
             f = features[at:at + n]
             at += n
+            if checked and self.checked is not None:
+                boxes.append(f[checked[1]].mean(0))
+                labels.append(checked[0])
             for word, covered, _, centre in spans:
                 pooled.append(f[covered].mean(0))
                 point.append(self.point_logits(f, word))
@@ -191,6 +216,10 @@ class ReadingHead(torch.nn.Module):
                     torch.nn.functional.cross_entropy(pointed, centres))
             stats["word"] = float((named.argmax(1) == targets).float().mean())
             stats["point"] = float((pointed.argmax(1) == centres).float().mean())
+        if labels:
+            named, labels = self.checked(torch.stack(boxes)), torch.tensor(labels)
+            loss = loss + torch.nn.functional.cross_entropy(named, labels)
+            stats["checked"] = float((named.argmax(1) == labels).float().mean())
         return loss, stats
 
 
@@ -283,19 +312,23 @@ def make_config(vocab, ids):
 class Pages:
     """A split's screenshots as the tower sees them: pixel values (stored in float16 when half,
     within 2.5e-4 of float32 for these [-1, 1] values, so that thousands of pages fit in memory), their
-    grids, cell targets and word spans. A row with a "split" key is read from that split."""
+    grids, cell targets (read_checked: cell_targets') and word spans, and the checked box's
+    span (its label's index in CHECKS, the cells its box covers) or None. A row with a "split"
+    key is read from that split."""
 
-    def __init__(self, out, split, rows, half=False):
+    def __init__(self, out, split, rows, half=False, read_checked=False):
         proc = MuseGlimmerImageProcessor()
-        self.pixels, self.grids, self.cells, self.spans = [], [], [], []
+        self.pixels, self.grids, self.cells, self.spans, self.checked = [], [], [], [], []
         self.features = None  # the tower's output per page, once cached
         for row in rows:
             img = Image.open(out / "data" / row.get("split", split) / row["image"]).convert("RGB")
             pv = proc(images=[img], max_image_tokens=4096, return_tensors="pt")
             self.pixels.append(pv["pixel_values"].half() if half else pv["pixel_values"])
             self.grids.append(pv["image_grid_thw"])
-            self.cells.append(cell_targets(row["elements"], img.width, img.height))
+            self.cells.append(cell_targets(row["elements"], img.width, img.height, read_checked))
             self.spans.append(word_spans(row["elements"], img.width, img.height))
+            checked = checked_box(row["elements"])
+            self.checked.append((ui_pages.CHECKS.index(checked[0]), covered_cells(checked[1])) if checked else None)
             assert self.cells[-1].shape[0] == int(pv["image_grid_thw"][0].prod()) // 4
 
     def tower_input(self, picks):
@@ -313,8 +346,8 @@ class Examples(Pages):
     Each item is (page, token ids, answer spans, each answer's attention_targets or None)."""
 
     def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False, max_turns=0,
-                 attend_clicks_only=False, attend_spans=False, attend_checked_row=False):
-        super().__init__(out, split, rows if with_image else [], half=True)
+                 attend_clicks_only=False, attend_spans=False, attend_checked_row=False, read_checked=False):
+        super().__init__(out, split, rows if with_image else [], half=True, read_checked=read_checked)
         self.items = []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
         order = random.Random(5)
@@ -323,11 +356,7 @@ class Examples(Pages):
 
             def encode(turns):
                 out_ids = tok.encode(render_turns(tpl, turns, with_image)).ids
-                if with_image:  # the processor's expansion of the placeholder
-                    at = out_ids.index(ids["<|patch|>"])
-                    widen = [ids["<|image_start|>"]] + [ids["<|patch|>"]] * tokens + [ids["<|image_end|>"]]
-                    out_ids = out_ids[:at] + widen + out_ids[at + 1:]
-                return out_ids
+                return expand_image(out_ids, tokens, ids) if with_image else out_ids
 
             qa = [(t["question"], t["answer"]) for t in row["tasks"]]
             looks = attention_targets(row, attend_clicks_only, attend_spans, attend_checked_row)
@@ -348,6 +377,14 @@ class Examples(Pages):
                     assert full[:len(upto)] == upto and upto[:len(prompt)] == prompt, (prompt, upto, full)
                     spans.append((len(prompt), len(upto)))
                 self.items.append((p, full, spans, [looks.get(q) for q, _ in group]))
+
+
+def expand_image(token_ids, tokens, ids):
+    """The processor's expansion of the image placeholder in a rendered prompt's token ids:
+    <|image_start|>, one <|patch|> per image token, <|image_end|>. ids: SPECIALS' ids."""
+    at = token_ids.index(ids["<|patch|>"])
+    return (token_ids[:at] + [ids["<|image_start|>"]] + [ids["<|patch|>"]] * tokens + [ids["<|image_end|>"]] +
+            token_ids[at + 1:])
 
 
 def cell_at(x, y):
@@ -480,7 +517,7 @@ def pretrain_reading(model, head, sets, steps, batch, lr, log_every=100):
         pixels = torch.cat([s.pixels[p] for s, p in picks]).float()
         feats = image_features(model, pixels, torch.cat([s.grids[p] for s, p in picks]))
         loss, st = head.loss(feats, torch.cat([s.cells[p] for s, p in picks]),
-                             [(len(s.cells[p]), s.spans[p]) for s, p in picks])
+                             [(len(s.cells[p]), s.spans[p], s.checked[p]) for s, p in picks])
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -498,18 +535,33 @@ def pretrain_reading(model, head, sets, steps, batch, lr, log_every=100):
 def reading_accuracy(model, head, pages):
     """On pages the tower did not train on: the share of words whose centre cell the pointing
     head picks among all the page's cells, and the share it names, for button labels and for
-    the other words."""
+    the other words; with the checked-label head, the share of checked boxes whose label it
+    names."""
     if pages.features is None:
         cache_features(model, pages)
     counts = {}
     with torch.no_grad():
-        for f, spans in zip(pages.features, pages.spans):
+        for f, spans, checked in zip(pages.features, pages.spans, pages.checked):
             for word, covered, kind, centre in spans:
                 c = counts.setdefault("button" if kind == "button" else "other", [0, 0, 0])
                 c[0] += 1
                 c[1] += int(head.point_logits(f, word).argmax()) == centre
                 c[2] += int(head.word(f[covered].mean(0)).argmax()) == word
-    return {k: {"words": n, "point": pointed / n, "named": named / n} for k, (n, pointed, named) in counts.items()}
+            if checked and head.checked is not None:
+                c = counts.setdefault("checked", [0, 0])
+                c[0] += 1
+                c[1] += int(head.checked(f[checked[1]].mean(0)).argmax()) == checked[0]
+    return {k: ({"words": c[0], "point": c[1] / c[0], "named": c[2] / c[0]} if k != "checked" else
+                {"boxes": c[0], "named": c[1] / c[0]}) for k, c in counts.items()}
+
+
+def release_freed_memory():
+    """Hands memory freed by Python back to the system (glibc keeps freed heap pages
+    otherwise: thousands of pages' pixels)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def cache_features(model, ex, batch=32):
@@ -623,6 +675,9 @@ def main():
     ap.add_argument("--attend-checked-row", action="store_true",
                     help="with --attend-loss: for \"Which checkbox is checked?\" the first head attends over the "
                          "checked box and its label together (else the box)")
+    ap.add_argument("--read-checked", action="store_true",
+                    help="the tower's reading pretraining also names, on the checked box's cells, the label of its "
+                         "row (CHECKED_CLASSES, ReadingHead.checked)")
     ap.add_argument("--new-tower", action="store_true",
                     help="with --continue-from: the VLM's tower, adapter and projection start afresh and learn to read "
                          "again; its language model keeps its training")
@@ -650,7 +705,8 @@ def main():
     for with_image, name in ((True, "vlm"), (False, "text-only")):
         ex = Examples(out, "train", lm_rows, tok, tpl, with_image, conversations=True, grounding=args.grounding,
                       max_turns=args.max_turns, attend_clicks_only=args.attend_clicks_only,
-                      attend_spans=args.attend_spans, attend_checked_row=args.attend_checked_row)
+                      attend_spans=args.attend_spans, attend_checked_row=args.attend_checked_row,
+                      read_checked=args.read_checked and with_image)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
         if args.continue_from:
@@ -670,14 +726,14 @@ def main():
             f"{n_params / 1e6:.2f}M parameters")
         if with_image and (args.new_tower or not args.continue_from):
             sets = [ex]
-            if args.reading_pages:
+            if args.reading_pages and not args.lm_reading_pages:  # else they are among ex's pages already
                 rows = make_split(out, "reading", args.reading_pages, seed=3, buttons=(6, 10))
-                sets.append(Pages(out, "reading", rows, half=True))
-            head = ReadingHead(cfg.text_config.hidden_size)
+                sets.append(Pages(out, "reading", rows, half=True, read_checked=args.read_checked))
+            head = ReadingHead(cfg.text_config.hidden_size, args.read_checked)
             curve, stats, seconds = pretrain_reading(model, head, sets, args.reading_steps, args.batch,
                                                      args.reading_lr)
             del sets
-            held_out = reading_accuracy(model, head, Pages(out, "test", test_rows))
+            held_out = reading_accuracy(model, head, Pages(out, "test", test_rows, read_checked=args.read_checked))
             log(f"reading, held-out pages: {held_out}")
             report["reading"] = {"seconds": seconds, "loss_curve": curve[::10],
                                  "stats_curve": [{k: float(np.mean([x[k] for x in stats[i:i + 10] if k in x]))
@@ -686,12 +742,19 @@ def main():
         if with_image and not args.tower_lr:
             cache_features(model, ex)
             ex.pixels = None  # not needed again: thousands of pages' worth of memory
+            gc.collect()
+            release_freed_memory()
         steps = args.steps if with_image or args.text_steps is None else args.text_steps
         curve, seconds = train(name, model, ex, steps, args.batch, args.lr, with_image, ids["<|end_of_text|>"],
                                tower_lr=args.tower_lr, attend_loss=args.attend_loss, patch_id=ids["<|patch|>"])
         export(model, tok, cfg, out / f"{name}-hf", out / f"{name}.gguf", out / f"{name}-mmproj.gguf", with_image)
         report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": seconds, "steps": steps,
                         "loss_curve": curve[::10], "final_loss": float(np.mean(curve[-100:])) if curve else None}
+        # the VLM's pages, features and model are not needed by the text-only model: without
+        # this the process kept ~19.6 GB through the text-only training
+        del ex, model
+        gc.collect()
+        release_freed_memory()
     report["total_seconds"] = time.time() - t_all
     (out / "train_report.json").write_text(json.dumps(report))
     log(f"done in {report['total_seconds']:.0f} s")
