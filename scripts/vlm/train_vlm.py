@@ -9,10 +9,10 @@ full), the 2 x 2 merge, adapter and projection into a 4-layer language model of 
 (3 local : 1 global, window 256) with its own byte-level BPE vocabulary. From random weights:
 the tower first learns to read (heads on its features name each word on the page and point
 at it, on the training pages and on pages dense with buttons; then frozen), then the
-language model learns the tasks, loss on the answer only; a run may continue an earlier one
-(--continue-from), with a tower that learns to read afresh (--new-tower; --read-checked: also
-which label the checked box belongs to), training-only
-grounding questions (--grounding) and the tower trained end to end with the language model
+language model learns the tasks, loss on the answer only (--read-checked: the tower's reading
+also names the checked box's label); a run may continue an earlier one (--continue-from), with
+a tower that learns to read afresh (--new-tower), training-only grounding questions
+(--grounding) and the tower trained end to end with the language model
 (--tower-lr), or with language models that start afresh on a kept tower (--fresh-lm), also on
 the dense reading pages' questions (--lm-reading-pages), with two of their attention heads
 trained to look where the answer is on the page (--attend-loss: AttendToTarget). Exported as
