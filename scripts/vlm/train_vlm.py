@@ -122,31 +122,26 @@ def checked_box(elements):
 
 def cell_targets(elements, width, height, read_checked=False):
     """[cells, classes] multi-hot, cells in the image tokens' raster order: the words and
-    controls whose box covers at least 4 x 4 pixels of the cell, its column and its row; with
-    read_checked, on the checked box's cells also its label (CHECKED_CLASSES)."""
+    controls whose box covers at least 4 x 4 pixels of the cell (covered_cells), its column and
+    its row; with read_checked, on the checked box's cells also its label (CHECKED_CLASSES)."""
     gw, gh = width // CELL, height // CELL
     assert (gw, gh) == (GRID_W, GRID_H), (width, height)
     classes_of_cells = CELL_CLASSES + (CHECKED_CLASSES if read_checked else [])
     t = torch.zeros(gh * gw, len(classes_of_cells))
     index = {c: i for i, c in enumerate(classes_of_cells)}
-    checked = checked_box(elements) if read_checked else None
     for cy in range(gh):
         for cx in range(gw):
             t[cy * gw + cx, index[f"column {cx}"]] = t[cy * gw + cx, index[f"row {cy}"]] = 1
     for e in elements:
-        x, y, w, h = e["box"]
         classes = [e["label"]] if e["label"] else []
         if e["kind"] in ("button", "dialog"):
             classes.append(e["kind"])
-        if checked and e["kind"] == "checkbox" and e["box"] == checked[1]:
-            classes.append(f"checked {checked[0]}")
-        for cy in range(gh):
-            for cx in range(gw):
-                ox = min(x + w, (cx + 1) * CELL) - max(x, cx * CELL)
-                oy = min(y + h, (cy + 1) * CELL) - max(y, cy * CELL)
-                if ox >= 4 and oy >= 4:
-                    for c in classes:
-                        t[cy * gw + cx, index[c]] = 1
+        for cell in covered_cells(e["box"]):
+            for c in classes:
+                t[cell, index[c]] = 1
+    checked = checked_box(elements) if read_checked else None
+    if checked:
+        t[covered_cells(checked[1]), index[f"checked {checked[0]}"]] = 1
     return t
 
 
@@ -551,8 +546,9 @@ def reading_accuracy(model, head, pages):
                 c = counts.setdefault("checked", [0, 0])
                 c[0] += 1
                 c[1] += int(head.checked(f[checked[1]].mean(0)).argmax()) == checked[0]
-    return {k: ({"words": c[0], "point": c[1] / c[0], "named": c[2] / c[0]} if k != "checked" else
-                {"boxes": c[0], "named": c[1] / c[0]}) for k, c in counts.items()}
+    checked = counts.pop("checked", None)
+    return {**{k: {"words": n, "point": pointed / n, "named": named / n} for k, (n, pointed, named) in counts.items()},
+            **({"checked": {"boxes": checked[0], "named": checked[1] / checked[0]}} if checked else {})}
 
 
 def release_freed_memory():
