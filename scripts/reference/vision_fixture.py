@@ -111,10 +111,17 @@ def interleave_rows(w, heads):
     return np.ascontiguousarray(np.swapaxes(w, 1, 2)).reshape(heads * d, *w.shape[3:])
 
 
-def write_projector_gguf(path, vcfg, text_hidden, text_eps, model):
+def write_projector_gguf(path, vcfg, text_hidden, text_eps, model, f16=False):
+    """The projector GGUF (llama.cpp's clip keys and v.* / mm.* names) of a Muse Glimmer
+    model's tower, adapter and projection; f16: matrices in F16 (norms and biases stay F32,
+    as llama.cpp's converter leaves them)."""
     import gguf
     tower, adapter, proj = model.vision_tower, model.vision_adapter, model.vision_projection
     w = gguf.GGUFWriter(str(path), "clip")
+
+    def put(name, x):
+        w.add_tensor(name, x.astype(np.float16) if f16 and x.ndim >= 2 else x)
+
     w.add_string("clip.projector_type", "muse-glimmer")
     w.add_bool("clip.has_vision_encoder", True)
     w.add_uint32("clip.vision.image_size", vcfg.pos_emb_height * vcfg.patch_size * vcfg.merge_size)
@@ -138,35 +145,35 @@ def write_projector_gguf(path, vcfg, text_hidden, text_eps, model):
     pe = t(tower.patch_embedder.patch_embedding.weight)
     half = pe.shape[1] // 2
     p = vcfg.patch_size
-    w.add_tensor("v.patch_embd.weight", (pe[:, :half] + pe[:, half:]).reshape(-1, 3, p, p))
-    w.add_tensor("v.position_embd.weight", t(tower.patch_embedder.position_embedding_table.weight))
-    w.add_tensor("v.pre_ln.weight", t(tower.ln_pre.weight))
-    w.add_tensor("v.pre_ln.bias", t(tower.ln_pre.bias))
+    put("v.patch_embd.weight", (pe[:, :half] + pe[:, half:]).reshape(-1, 3, p, p))
+    put("v.position_embd.weight", t(tower.patch_embedder.position_embedding_table.weight))
+    put("v.pre_ln.weight", t(tower.ln_pre.weight))
+    put("v.pre_ln.bias", t(tower.ln_pre.bias))
     heads = vcfg.num_attention_heads
     for i, layer in enumerate(tower.layers):
         b = f"v.blk.{i}"
         a = layer.attn
-        w.add_tensor(f"{b}.ln1.weight", t(layer.norm1.weight))
-        w.add_tensor(f"{b}.ln1.bias", t(layer.norm1.bias))
-        w.add_tensor(f"{b}.attn_q.weight", interleave_rows(t(a.q_proj.weight), heads))
-        w.add_tensor(f"{b}.attn_q.bias", interleave_rows(t(a.q_proj.bias), heads))
-        w.add_tensor(f"{b}.attn_k.weight", interleave_rows(t(a.k_proj.weight), heads))
-        w.add_tensor(f"{b}.attn_k.bias", interleave_rows(t(a.k_proj.bias), heads))
-        w.add_tensor(f"{b}.attn_v.weight", t(a.v_proj.weight))
-        w.add_tensor(f"{b}.attn_v.bias", t(a.v_proj.bias))
-        w.add_tensor(f"{b}.attn_out.weight", t(a.proj.weight))
-        w.add_tensor(f"{b}.attn_out.bias", t(a.proj.bias))
-        w.add_tensor(f"{b}.ln2.weight", t(layer.norm2.weight))
-        w.add_tensor(f"{b}.ln2.bias", t(layer.norm2.bias))
-        w.add_tensor(f"{b}.ffn_up.weight", t(layer.mlp.fc1.weight))
-        w.add_tensor(f"{b}.ffn_up.bias", t(layer.mlp.fc1.bias))
-        w.add_tensor(f"{b}.ffn_down.weight", t(layer.mlp.fc2.weight))
-        w.add_tensor(f"{b}.ffn_down.bias", t(layer.mlp.fc2.bias))
-    w.add_tensor("v.post_ln.weight", t(tower.ln_post.weight))
-    w.add_tensor("v.post_ln.bias", t(tower.ln_post.bias))
-    w.add_tensor("mm.0.weight", t(adapter.fc1.weight))
-    w.add_tensor("mm.1.weight", t(adapter.fc2.weight))
-    w.add_tensor("mm.2.weight", t(proj.weight))
+        put(f"{b}.ln1.weight", t(layer.norm1.weight))
+        put(f"{b}.ln1.bias", t(layer.norm1.bias))
+        put(f"{b}.attn_q.weight", interleave_rows(t(a.q_proj.weight), heads))
+        put(f"{b}.attn_q.bias", interleave_rows(t(a.q_proj.bias), heads))
+        put(f"{b}.attn_k.weight", interleave_rows(t(a.k_proj.weight), heads))
+        put(f"{b}.attn_k.bias", interleave_rows(t(a.k_proj.bias), heads))
+        put(f"{b}.attn_v.weight", t(a.v_proj.weight))
+        put(f"{b}.attn_v.bias", t(a.v_proj.bias))
+        put(f"{b}.attn_out.weight", t(a.proj.weight))
+        put(f"{b}.attn_out.bias", t(a.proj.bias))
+        put(f"{b}.ln2.weight", t(layer.norm2.weight))
+        put(f"{b}.ln2.bias", t(layer.norm2.bias))
+        put(f"{b}.ffn_up.weight", t(layer.mlp.fc1.weight))
+        put(f"{b}.ffn_up.bias", t(layer.mlp.fc1.bias))
+        put(f"{b}.ffn_down.weight", t(layer.mlp.fc2.weight))
+        put(f"{b}.ffn_down.bias", t(layer.mlp.fc2.bias))
+    put("v.post_ln.weight", t(tower.ln_post.weight))
+    put("v.post_ln.bias", t(tower.ln_post.bias))
+    put("mm.0.weight", t(adapter.fc1.weight))
+    put("mm.1.weight", t(adapter.fc2.weight))
+    put("mm.2.weight", t(proj.weight))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -7,6 +7,9 @@ request (temperature 0, reasoning effort none), images as base64 data: URLs.
   dialog   the message, exactly
   checkbox the checked box's label, exactly
 
+The models are OUT's (vlm.gguf with vlm-mmproj.gguf, text-only.gguf) unless --vlm,
+--mmproj and --text-only name others (the shipped ones: scripts/eval-vlm); the held-out
+pages are OUT/data/test, rendered there first when missing (the trainer's seed and count).
 Writes OUT/eval.json, a markdown table on stdout, and docs/vlm-examples.png (test pages
 with the VLM's clicks and answers drawn on them) when --examples is given.
 """
@@ -118,25 +121,41 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--pages", type=int, default=0, help="test pages to use (0: all)")
     ap.add_argument("--examples", help="write a sheet of annotated test pages here")
+    ap.add_argument("--vlm", type=Path, help="the VLM's language model (default OUT/vlm.gguf)")
+    ap.add_argument("--mmproj", type=Path, help="its projector (default OUT/vlm-mmproj.gguf)")
+    ap.add_argument("--text-only", type=Path, help="the text-only model (default OUT/text-only.gguf)")
+    ap.add_argument("--only", choices=("vlm", "text-only"), help="evaluate this model alone")
+    ap.add_argument("--report", type=Path, help="where the results go (default OUT/eval.json)")
     args = ap.parse_args()
     out = Path(args.out)
     squeeze = os.environ.get("SQUEEZE_BIN", str(ROOT / "build" / "release" / "tools" / "squeeze"))
     data_dir = out / "data" / "test"
+    if not (data_dir / "tasks.jsonl").exists():
+        train_vlm.make_split(out, "test", train_vlm.TEST_PAGES, seed=train_vlm.TEST_SEED)
     rows = [json.loads(x) for x in (data_dir / "tasks.jsonl").read_text().splitlines()]
     if args.pages:
         rows = rows[:args.pages]
     report = {}
-    for name, mmproj in (("vlm", out / "vlm-mmproj.gguf"), ("text-only", None)):
-        results, seconds = evaluate(squeeze, out / f"{name}.gguf", mmproj, rows, data_dir)
-        report[name] = {"summary": summary(results), "seconds": seconds, "results": results}
+    models = (("vlm", args.vlm or out / "vlm.gguf", args.mmproj or out / "vlm-mmproj.gguf"),
+              ("text-only", args.text_only or out / "text-only.gguf", None))
+    for name, model, mmproj in models:
+        if args.only and name != args.only:
+            continue
+        results, seconds = evaluate(squeeze, model, mmproj, rows, data_dir)
+        report[name] = {"model": str(model), "mmproj": str(mmproj) if mmproj else None, "summary": summary(results),
+                        "seconds": seconds, "results": results}
         if name == "vlm" and args.examples:
             draw_examples(results, rows, data_dir, args.examples)
-    (out / "eval.json").write_text(json.dumps(report, indent=1))
-    print("| task | questions | VLM | text-only | ratio |\n|---|---|---|---|---|")
+    (args.report or out / "eval.json").write_text(json.dumps(report, indent=1))
+    names = [name for name, _, _ in models if name in report]
+    print("| task | questions | " + " | ".join(names) + (" | ratio |" if len(names) == 2 else " |"))
+    print("|---|---|" + "---|" * (len(names) + (len(names) == 2)))
     for kind in ("click", "dialog", "checkbox"):
-        v, t = report["vlm"]["summary"][kind], report["text-only"]["summary"][kind]
-        ratio = v["accuracy"] / t["accuracy"] if t["accuracy"] > 0 else float("inf")
-        print(f"| {kind} | {v['n']} | {100 * v['accuracy']:.1f}% | {100 * t['accuracy']:.1f}% | {ratio:.1f}x |")
+        acc = [report[name]["summary"][kind]["accuracy"] for name in names]
+        cells = [f"{100 * a:.1f}%" for a in acc]
+        if len(names) == 2:
+            cells.append(f"{acc[0] / acc[1]:.1f}x" if acc[1] > 0 else "inf")
+        print(f"| {kind} | {report[names[0]]['summary'][kind]['n']} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ Run by scripts/train-vlm; OUT holds data/, the checkpoints and the exported mode
 import argparse
 import ctypes
 import gc
+import itertools
 import json
 import math
 import os
@@ -64,6 +65,8 @@ def log(*a):
 
 
 # ---- data ----
+
+TEST_PAGES, TEST_SEED = 300, 2  # the held-out pages (eval_vlm.py renders them alike)
 
 def make_split(out, name, pages, seed, buttons=(2, 4)):
     """out/data/NAME/pageN.png + tasks.jsonl (one line per page: image, tasks, elements).
@@ -110,6 +113,15 @@ CELL_CLASSES = (WORDS + ["button", "dialog", "checked", "unchecked"] + [f"column
 # question binds a box's state to the word beside it, which cells that hold parts of two
 # checkbox rows blur when state and word are read apart (docs/vision.md).
 CHECKED_CLASSES = [f"checked {label}" for label in ui_pages.CHECKS]
+# With read_state, a checkbox label's cells also say whether its row's box is checked: one
+# bit carried a cell to the right, where the label's word already is, so that the label
+# cells of the checked row differ from the others (a probe found the state in 70% of boxes
+# against the 67% of always "unchecked", docs/vision.md).
+STATE_CLASSES = ["checked label", "unchecked label"]
+
+
+def cell_classes(read_checked=False, read_state=False):
+    return CELL_CLASSES + (CHECKED_CLASSES if read_checked else []) + (STATE_CLASSES if read_state else [])
 
 
 def checked_box(elements):
@@ -120,13 +132,14 @@ def checked_box(elements):
     return None
 
 
-def cell_targets(elements, width, height, read_checked=False):
+def cell_targets(elements, width, height, read_checked=False, read_state=False):
     """[cells, classes] multi-hot, cells in the image tokens' raster order: the words and
     controls whose box covers at least 4 x 4 pixels of the cell (covered_cells), its column and
-    its row; with read_checked, on the checked box's cells also its label (CHECKED_CLASSES)."""
+    its row; with read_checked, on the checked box's cells also its label (CHECKED_CLASSES);
+    with read_state, on a checkbox label's cells also its box's state (STATE_CLASSES)."""
     gw, gh = width // CELL, height // CELL
     assert (gw, gh) == (GRID_W, GRID_H), (width, height)
-    classes_of_cells = CELL_CLASSES + (CHECKED_CLASSES if read_checked else [])
+    classes_of_cells = cell_classes(read_checked, read_state)
     t = torch.zeros(gh * gw, len(classes_of_cells))
     index = {c: i for i, c in enumerate(classes_of_cells)}
     for cy in range(gh):
@@ -142,7 +155,16 @@ def cell_targets(elements, width, height, read_checked=False):
     checked = checked_box(elements) if read_checked else None
     if checked:
         t[covered_cells(checked[1]), index[f"checked {checked[0]}"]] = 1
+    for cells, state in (label_states(elements) if read_state else []):
+        t[cells, index[STATE_CLASSES[1 - state]]] = 1
     return t
+
+
+def label_states(elements):
+    """[(the cells a checkbox label's box covers, 1 if its box is checked else 0)] (a label
+    follows its box)."""
+    return [(covered_cells(e["box"]), int(elements[i - 1]["label"] == "checked"))
+            for i, e in enumerate(elements) if e["kind"] == "label" and covered_cells(e["box"])]
 
 
 def word_spans(elements, width, height):
@@ -167,34 +189,41 @@ class ReadingHead(torch.nn.Module):
       words  per word on the page, which word it is, from the mean of its cells' features;
       point  per word on the page, a learned query for that word scores every cell, the
              word's centre cell the target: the lookup a click question asks of the model;
-      checked  (read_checked) the checked box's label, from the mean of the box's cells.
+      checked  (read_checked) the checked box's label, from the mean of the box's cells;
+      state    (read_state) per checkbox label, whether its box is checked, from the mean of
+             the label's cells.
     Trained on the cells alone, the features named 18% of held-out button-label cells; with
     the per-word losses and the dense reading pages the pointing finds 94% (docs/vision.md)."""
 
-    def __init__(self, width, read_checked=False):
+    def __init__(self, width, read_checked=False, read_state=False):
         super().__init__()
-        self.proj = torch.nn.Linear(width, len(CELL_CLASSES) + (len(CHECKED_CLASSES) if read_checked else 0))
+        self.proj = torch.nn.Linear(width, len(cell_classes(read_checked, read_state)))
         self.word = torch.nn.Linear(width, len(WORDS))
         self.query = torch.nn.Embedding(len(WORDS), width)
         self.checked = torch.nn.Linear(width, len(ui_pages.CHECKS)) if read_checked else None
+        self.state = torch.nn.Linear(width, 2) if read_state else None
 
     def point_logits(self, page_features, word):
         return page_features @ self.query.weight[word] / math.sqrt(page_features.shape[1])
 
     def loss(self, features, cells, pages):
         """features and cells: the batch's pages' cells, concatenated; pages: (cells, word_spans,
-        checked_span) per page. -> (loss, {"cell": share of word cells whose top word is one of
-        theirs, "word", "point": shares of words named / pointed at, "checked": share of checked
-        boxes whose label is named})."""
+        checked_span, label_states) per page. -> (loss, {"cell": share of word cells whose top
+        word is one of theirs, "word", "point": shares of words named / pointed at, "checked":
+        share of checked boxes whose label is named, "state": share of checkbox labels whose
+        box's state is named})."""
         logits = self.proj(features)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, cells, reduction="sum") / cells.shape[0]
         words = cells[:, :len(WORDS)]
         has = words.sum(1) > 0
         stats = {"cell": float(words[has].gather(1, logits[has, :len(WORDS)].argmax(1, keepdim=True)).mean())}
-        pooled, point, targets, centres, boxes, labels, at = [], [], [], [], [], [], 0
-        for n, spans, checked in pages:
+        pooled, point, targets, centres, boxes, labels, rows, states, at = [], [], [], [], [], [], [], [], 0
+        for n, spans, checked, label_rows in pages:
             f = features[at:at + n]
             at += n
+            if self.state is not None:
+                rows += [f[cells].mean(0) for cells, _ in label_rows]
+                states += [state for _, state in label_rows]
             if checked and self.checked is not None:
                 boxes.append(f[checked[1]].mean(0))
                 labels.append(checked[0])
@@ -215,6 +244,10 @@ class ReadingHead(torch.nn.Module):
             named, labels = self.checked(torch.stack(boxes)), torch.tensor(labels)
             loss = loss + torch.nn.functional.cross_entropy(named, labels)
             stats["checked"] = float((named.argmax(1) == labels).float().mean())
+        if states:
+            named, states = self.state(torch.stack(rows)), torch.tensor(states)
+            loss = loss + torch.nn.functional.cross_entropy(named, states)
+            stats["state"] = float((named.argmax(1) == states).float().mean())
         return loss, stats
 
 
@@ -307,20 +340,21 @@ def make_config(vocab, ids):
 class Pages:
     """A split's screenshots as the tower sees them: pixel values (stored in float16 when half,
     within 2.5e-4 of float32 for these [-1, 1] values, so that thousands of pages fit in memory), their
-    grids, cell targets (read_checked: cell_targets') and word spans, and the checked box's
-    span (its label's index in CHECKS, the cells its box covers) or None. A row with a "split"
-    key is read from that split."""
+    grids, cell targets (read_checked, read_state: cell_targets') and word spans, the checked
+    box's span (its label's index in CHECKS, the cells its box covers) or None, and the
+    checkbox labels' states (label_states). A row with a "split" key is read from that split."""
 
-    def __init__(self, out, split, rows, half=False, read_checked=False):
+    def __init__(self, out, split, rows, half=False, read_checked=False, read_state=False):
         proc = MuseGlimmerImageProcessor()
-        self.pixels, self.grids, self.cells, self.spans, self.checked = [], [], [], [], []
+        self.pixels, self.grids, self.cells, self.spans, self.checked, self.states = [], [], [], [], [], []
         self.features = None  # the tower's output per page, once cached
         for row in rows:
             img = Image.open(out / "data" / row.get("split", split) / row["image"]).convert("RGB")
             pv = proc(images=[img], max_image_tokens=4096, return_tensors="pt")
             self.pixels.append(pv["pixel_values"].half() if half else pv["pixel_values"])
             self.grids.append(pv["image_grid_thw"])
-            self.cells.append(cell_targets(row["elements"], img.width, img.height, read_checked))
+            self.cells.append(cell_targets(row["elements"], img.width, img.height, read_checked, read_state))
+            self.states.append(label_states(row["elements"]))
             self.spans.append(word_spans(row["elements"], img.width, img.height))
             checked = checked_box(row["elements"])
             self.checked.append((ui_pages.CHECKS.index(checked[0]), covered_cells(checked[1])) if checked else None)
@@ -338,12 +372,15 @@ class Examples(Pages):
     grounding=True adds a second conversation per page of grounding_tasks(page) (kept apart so
     that no conversation outgrows the local layers' window); max_turns > 0 cuts conversations
     into pieces of at most that many turns (pages dense with buttons would outgrow it too).
-    Each item is (page, token ids, answer spans, each answer's attention_targets or None)."""
+    Each item is (page, token ids, answer spans, each answer's attention_targets or None);
+    reads[i]: whether item i asks one of READ_QUESTIONS."""
 
     def __init__(self, out, split, rows, tok, tpl, with_image, conversations=False, grounding=False, max_turns=0,
-                 attend_clicks_only=False, attend_spans=False, attend_checked_row=False, read_checked=False):
-        super().__init__(out, split, rows if with_image else [], half=True, read_checked=read_checked)
-        self.items = []
+                 attend_clicks_only=False, attend_spans=False, attend_checked_row=False, read_checked=False,
+                 read_state=False):
+        super().__init__(out, split, rows if with_image else [], half=True, read_checked=read_checked,
+                         read_state=read_state)
+        self.items, self.reads = [], []
         ids = {s: tok.token_to_id(s) for s in SPECIALS}
         order = random.Random(5)
         for p, row in enumerate(rows):
@@ -372,6 +409,12 @@ class Examples(Pages):
                     assert full[:len(upto)] == upto and upto[:len(prompt)] == prompt, (prompt, upto, full)
                     spans.append((len(prompt), len(upto)))
                 self.items.append((p, full, spans, [looks.get(q) for q, _ in group]))
+                self.reads.append(any(q in READ_QUESTIONS for q, _ in group))
+
+
+# The evaluated questions answered with a word read from the page: one page in two has one
+# of them, and pages dense with buttons add only clicks (train's focus samples them more).
+READ_QUESTIONS = (ui_pages.QUESTIONS["dialog"], ui_pages.QUESTIONS["checkbox"])
 
 
 def expand_image(token_ids, tokens, ids):
@@ -454,7 +497,7 @@ class AttendToTarget:
                 if looks is None:
                     continue
                 for layer, cells in zip(self.layers, looks):
-                    rows = attentions[layer][b, 0, begin - 1:end - 1]  # [query, key]
+                    rows = attentions[layer][b, 0, begin - 1:end - 1].float()  # [query, key]
                     cells = torch.tensor(cells)
                     weights.append(rows[:, image[cells]].sum(1))
                     tops.append(torch.isin(rows[:, image].argmax(1), cells))
@@ -493,12 +536,13 @@ def image_features(model, pixels, grids):
     return torch.cat(list(out)) if isinstance(out, (list, tuple)) else out
 
 
-def pretrain_reading(model, head, sets, steps, batch, lr, log_every=100):
+def pretrain_reading(model, head, sets, steps, batch, lr, bf16=False, log_every=100):
     """Stage 1: the vision tower, adapter and projection learn to read (ReadingHead: what each
     image token's cell shows, which word each word on the page is, and where each word is),
     with the language model untouched, on pages drawn uniformly from the Pages in sets.
     Without it the jointly trained model never used the image (two runs of 3,000 steps: its
-    answers ignored the screenshot, see docs/vision.md)."""
+    answers ignored the screenshot, see docs/vision.md). bf16: the forward under bfloat16
+    autocast (the weights and the optimizer stay float32)."""
     params = [p for n, p in model.named_parameters() if not in_language_model(n)]
     opt = torch.optim.AdamW(params + list(head.parameters()), lr=lr, weight_decay=0.01)
     rng = random.Random(11)
@@ -510,9 +554,10 @@ def pretrain_reading(model, head, sets, steps, batch, lr, log_every=100):
             g["lr"] = lr * min(1.0, step / 100) * 0.5 * (1 + math.cos(math.pi * step / steps))
         picks = [pool[rng.randrange(len(pool))] for _ in range(batch)]
         pixels = torch.cat([s.pixels[p] for s, p in picks]).float()
-        feats = image_features(model, pixels, torch.cat([s.grids[p] for s, p in picks]))
-        loss, st = head.loss(feats, torch.cat([s.cells[p] for s, p in picks]),
-                             [(len(s.cells[p]), s.spans[p], s.checked[p]) for s, p in picks])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            feats = image_features(model, pixels, torch.cat([s.grids[p] for s, p in picks]))
+            loss, st = head.loss(feats.float(), torch.cat([s.cells[p] for s, p in picks]),
+                                 [(len(s.cells[p]), s.spans[p], s.checked[p], s.states[p]) for s, p in picks])
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -531,12 +576,13 @@ def reading_accuracy(model, head, pages):
     """On pages the tower did not train on: the share of words whose centre cell the pointing
     head picks among all the page's cells, and the share it names, for button labels and for
     the other words; with the checked-label head, the share of checked boxes whose label it
-    names."""
+    names; with the state head, the share of checkbox labels whose box's state it names (and
+    what always "unchecked" scores)."""
     if pages.features is None:
         cache_features(model, pages)
     counts = {}
     with torch.no_grad():
-        for f, spans, checked in zip(pages.features, pages.spans, pages.checked):
+        for f, spans, checked, states in zip(pages.features, pages.spans, pages.checked, pages.states):
             for word, covered, kind, centre in spans:
                 c = counts.setdefault("button" if kind == "button" else "other", [0, 0, 0])
                 c[0] += 1
@@ -546,9 +592,16 @@ def reading_accuracy(model, head, pages):
                 c = counts.setdefault("checked", [0, 0])
                 c[0] += 1
                 c[1] += int(head.checked(f[checked[1]].mean(0)).argmax()) == checked[0]
-    checked = counts.pop("checked", None)
+            for cells, state in (states if head.state is not None else []):
+                c = counts.setdefault("state", [0, 0, 0])
+                c[0] += 1
+                c[1] += int(head.state(f[cells].mean(0)).argmax()) == state
+                c[2] += state == 0
+    checked, state = counts.pop("checked", None), counts.pop("state", None)
     return {**{k: {"words": n, "point": pointed / n, "named": named / n} for k, (n, pointed, named) in counts.items()},
-            **({"checked": {"boxes": checked[0], "named": checked[1] / checked[0]}} if checked else {})}
+            **({"checked": {"boxes": checked[0], "named": checked[1] / checked[0]}} if checked else {}),
+            **({"state": {"labels": state[0], "named": state[1] / state[0], "always unchecked": state[2] / state[0]}}
+               if state else {})}
 
 
 def release_freed_memory():
@@ -571,11 +624,14 @@ def cache_features(model, ex, batch=32):
 
 
 def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, attend_loss=0.0, patch_id=None,
-          log_every=50):
+          focus=1.0, bf16=False, log_every=50):
     """Stage 2: the language model on the tasks, loss on the answer only. The tower, adapter
     and projection stay as stage 1 left them (their features cached per page) unless tower_lr
     > 0: then they train with the language model at that rate, end to end on the tasks.
-    attend_loss > 0 adds AttendToTarget's loss at that weight (the VLM only)."""
+    attend_loss > 0 adds AttendToTarget's loss at that weight (the VLM only). focus: the
+    conversations that ask a READ_QUESTION are drawn that many times as often as the others.
+    bf16: the forward under bfloat16 autocast (1.65x faster a step here; the weights and the
+    optimizer stay float32)."""
     groups = [{"params": [p for n, p in model.named_parameters() if in_language_model(n)], "base_lr": lr}]
     attend = AttendToTarget() if with_image and attend_loss > 0 else None
     if attend:
@@ -587,6 +643,7 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, atte
     params = [p for g in groups for p in g["params"]]
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     rng = random.Random(7)
+    cumulative = list(itertools.accumulate(focus if r else 1.0 for r in ex.reads))
     curve, attended = [], []
     t0 = time.time()
     model.train()
@@ -594,9 +651,11 @@ def train(name, model, ex, steps, batch, lr, with_image, pad, tower_lr=0.0, atte
         warm = min(1.0, step / 100)
         for g in opt.param_groups:
             g["lr"] = g["base_lr"] * warm * 0.5 * (1 + math.cos(math.pi * step / steps))
-        picks = [rng.randrange(len(ex.items)) for _ in range(batch)]
+        picks = (rng.choices(range(len(ex.items)), cum_weights=cumulative, k=batch) if focus != 1.0 else
+                 [rng.randrange(len(ex.items)) for _ in range(batch)])
         kw = batch_of(ex, picks, with_image, pad)
-        out = model(**kw, output_attentions=attend is not None)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            out = model(**kw, output_attentions=attend is not None)
         loss = out.loss
         if attend:
             aux, hit = attend.loss(out.attentions, kw["input_ids"], [ex.items[i] for i in picks], patch_id)
@@ -633,7 +692,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--train-pages", type=int, default=3000)
-    ap.add_argument("--test-pages", type=int, default=300)
+    ap.add_argument("--test-pages", type=int, default=TEST_PAGES)
     ap.add_argument("--reading-pages", type=int, default=6000,
                     help="pages of 6 to 10 buttons each, for the reading pretraining only (with the training pages)")
     ap.add_argument("--reading-steps", type=int, default=3000)
@@ -674,6 +733,14 @@ def main():
     ap.add_argument("--read-checked", action="store_true",
                     help="the tower's reading pretraining also names, on the checked box's cells, the label of its "
                          "row (CHECKED_CLASSES, ReadingHead.checked)")
+    ap.add_argument("--read-state", action="store_true",
+                    help="the tower's reading pretraining also says, on each checkbox label's cells, whether its "
+                         "box is checked (STATE_CLASSES, ReadingHead.state)")
+    ap.add_argument("--focus", type=float, default=1.0,
+                    help="the conversations asking what the dialog says or which checkbox is checked are drawn this "
+                         "many times as often as the others (both language models)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="forward passes under bfloat16 autocast (weights and optimizer float32)")
     ap.add_argument("--new-tower", action="store_true",
                     help="with --continue-from: the VLM's tower, adapter and projection start afresh and learn to read "
                          "again; its language model keeps its training")
@@ -682,7 +749,7 @@ def main():
     out = Path(args.out)
     t_all = time.time()
     train_rows = with_reading_task(make_split(out, "train", args.train_pages, seed=1))
-    test_rows = make_split(out, "test", args.test_pages, seed=2)
+    test_rows = make_split(out, "test", args.test_pages, seed=TEST_SEED)
     log(f"data: {len(train_rows)} train pages")
     tpl = template()
     texts = [render(tpl, t["question"], True, t["answer"]) for r in train_rows for t in r["tasks"]]
@@ -702,7 +769,7 @@ def main():
         ex = Examples(out, "train", lm_rows, tok, tpl, with_image, conversations=True, grounding=args.grounding,
                       max_turns=args.max_turns, attend_clicks_only=args.attend_clicks_only,
                       attend_spans=args.attend_spans, attend_checked_row=args.attend_checked_row,
-                      read_checked=args.read_checked and with_image)
+                      read_checked=args.read_checked and with_image, read_state=args.read_state and with_image)
         cfg = make_config(tok.get_vocab_size(), ids)
         torch.manual_seed(0)
         if args.continue_from:
@@ -724,12 +791,14 @@ def main():
             sets = [ex]
             if args.reading_pages and not args.lm_reading_pages:  # else they are among ex's pages already
                 rows = make_split(out, "reading", args.reading_pages, seed=3, buttons=(6, 10))
-                sets.append(Pages(out, "reading", rows, half=True, read_checked=args.read_checked))
-            head = ReadingHead(cfg.text_config.hidden_size, args.read_checked)
+                sets.append(Pages(out, "reading", rows, half=True, read_checked=args.read_checked,
+                                  read_state=args.read_state))
+            head = ReadingHead(cfg.text_config.hidden_size, args.read_checked, args.read_state)
             curve, stats, seconds = pretrain_reading(model, head, sets, args.reading_steps, args.batch,
-                                                     args.reading_lr)
+                                                     args.reading_lr, bf16=args.bf16)
             del sets
-            held_out = reading_accuracy(model, head, Pages(out, "test", test_rows, read_checked=args.read_checked))
+            held_out = reading_accuracy(model, head, Pages(out, "test", test_rows, read_checked=args.read_checked,
+                                                           read_state=args.read_state))
             log(f"reading, held-out pages: {held_out}")
             report["reading"] = {"seconds": seconds, "loss_curve": curve[::10],
                                  "stats_curve": [{k: float(np.mean([x[k] for x in stats[i:i + 10] if k in x]))
@@ -742,7 +811,8 @@ def main():
             release_freed_memory()
         steps = args.steps if with_image or args.text_steps is None else args.text_steps
         curve, seconds = train(name, model, ex, steps, args.batch, args.lr, with_image, ids["<|end_of_text|>"],
-                               tower_lr=args.tower_lr, attend_loss=args.attend_loss, patch_id=ids["<|patch|>"])
+                               tower_lr=args.tower_lr, attend_loss=args.attend_loss, patch_id=ids["<|patch|>"],
+                               focus=args.focus, bf16=args.bf16)
         export(model, tok, cfg, out / f"{name}-hf", out / f"{name}.gguf", out / f"{name}-mmproj.gguf", with_image)
         report[name] = {"examples": len(ex.items), "parameters": n_params, "seconds": seconds, "steps": steps,
                         "loss_curve": curve[::10], "final_loss": float(np.mean(curve[-100:])) if curve else None}
