@@ -10,14 +10,16 @@ full), the 2 x 2 merge, adapter and projection into a 4-layer language model of 
 the tower first learns to read (heads on its features name each word on the page and point
 at it, on the training pages and on pages dense with buttons; then frozen), then the
 language model learns the tasks, loss on the answer only (--read-checked: the tower's reading
-also names the checked box's label); a run may continue an earlier one (--continue-from), with
-a tower that learns to read afresh (--new-tower), training-only grounding questions
-(--grounding) and the tower trained end to end with the language model
-(--tower-lr), or with language models that start afresh on a kept tower (--fresh-lm), also on
-the dense reading pages' questions (--lm-reading-pages), with two of their attention heads
-trained to look where the answer is on the page (--attend-loss: AttendToTarget). Exported as
-a text GGUF (`squeeze convert`) and a projector GGUF (llama.cpp's clip names), which squeeze
-serves.
+also names the checked box's label; --read-state: each checkbox label's cells also say
+whether its box is checked, what the checkbox question needs; --focus: the dialog and
+checkbox conversations drawn more often; --bf16: bfloat16 autocast); a run may continue
+an earlier one (--continue-from), with a tower that learns to read afresh (--new-tower),
+training-only grounding questions (--grounding) and the tower trained end to end with the
+language model (--tower-lr), or with language models that start afresh on a kept tower
+(--fresh-lm), also on the dense reading pages' questions (--lm-reading-pages), with two of
+their attention heads trained to look where the answer is on the page (--attend-loss:
+AttendToTarget). Exported as a text GGUF (`squeeze convert`) and a projector GGUF (llama.cpp's
+clip names), which squeeze serves.
 
 Run by scripts/train-vlm; OUT holds data/, the checkpoints and the exported models.
 """
@@ -67,6 +69,7 @@ def log(*a):
 # ---- data ----
 
 TEST_PAGES, TEST_SEED = 300, 2  # the held-out pages (eval_vlm.py renders them alike)
+
 
 def make_split(out, name, pages, seed, buttons=(2, 4)):
     """out/data/NAME/pageN.png + tasks.jsonl (one line per page: image, tasks, elements).
