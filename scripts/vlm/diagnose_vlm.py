@@ -10,7 +10,8 @@ checkbox answers fail: in what the frozen tower's features carry, or in the lang
    the share whose whole answer is the argmax at every answer position (for a click, its
    exact centre, which the evaluation does not ask: any point inside the box), and the share where
    each supervised head's most attended image token is one of its targets (AttendToTarget,
-   the targets as --attend-spans gives them), over the positions that write the answer.
+   the targets as the run's --attend-* options in OUT/train_report.json give them), over the
+   positions that write the answer.
 
 Writes OUT/diagnosis.json and prints it. Needs the reference venv (torch, transformers).
 """
@@ -26,6 +27,7 @@ from transformers import MuseGlimmerForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reading  # noqa: E402
 import train_vlm  # noqa: E402
 import ui_pages  # noqa: E402
 
@@ -43,18 +45,18 @@ def probe_examples(rows, features):
     for row, f in zip(rows, features):
         f = f.float()
         elements = row["elements"]
-        box = train_vlm.checked_box(elements)
+        box = reading.checked_box(elements)
         if box:
-            label_of_checked.append((f[train_vlm.covered_cells(box[1])].mean(0), ui_pages.CHECKS.index(box[0])))
+            label_of_checked.append((f[reading.covered_cells(box[1])].mean(0), ui_pages.CHECKS.index(box[0])))
         for i, e in enumerate(elements):
             if e["kind"] == "message":
                 word = ui_pages.MESSAGES.index(e["label"])
-                centre.append((f[train_vlm.centre_cell(e["box"])], word))
-                mean.append((f[train_vlm.covered_cells(e["box"])].mean(0), word))
+                centre.append((f[reading.centre_cell(e["box"])], word))
+                mean.append((f[reading.covered_cells(e["box"])].mean(0), word))
             elif e["kind"] == "label":  # follows its checkbox
                 box = elements[i - 1]
-                both = torch.cat([f[train_vlm.covered_cells(box["box"])].mean(0),
-                                  f[train_vlm.covered_cells(e["box"])].mean(0)])
+                both = torch.cat([f[reading.covered_cells(box["box"])].mean(0),
+                                  f[reading.covered_cells(e["box"])].mean(0)])
                 checked.append((both, int(box["label"] == "checked")))
     return centre, mean, checked, label_of_checked
 
@@ -78,12 +80,13 @@ def linear_probe(train, test, classes, steps=500):
                 float((lin((xt - mu) / sd).argmax(1) == yt).float().mean()))
 
 
-def teacher_forced(model, tok, rows, features, layers=(1, 2)):
+def teacher_forced(model, tok, rows, features, attend, layers=(1, 2)):
+    """attend: attention_targets' options, as the run was trained with them."""
     tpl = train_vlm.template()
     ids = {s: tok.token_to_id(s) for s in train_vlm.SPECIALS}
     counts = defaultdict(lambda: [0, 0] + [0] * len(layers))
     for row, f in zip(rows, features):
-        looks = train_vlm.attention_targets(row, spans=True)
+        looks = train_vlm.attention_targets(row, **attend)
         for t in row["tasks"]:
             prompt = tok.encode(train_vlm.render(tpl, t["question"], True)).ids
             full = tok.encode(train_vlm.render(tpl, t["question"], True, t["answer"])).ids
@@ -115,18 +118,23 @@ def main():
     model = MuseGlimmerForConditionalGeneration.from_pretrained(args.out / "vlm-hf", use_kernels=False).eval()
     model.set_attn_implementation("eager")
     tok = Tokenizer.from_file(str(args.out / "vlm-hf" / "tokenizer.json"))
+    # the heads' targets as the run's options set them (--attend-spans alone when unrecorded)
+    trained = json.loads((args.out / "train_report.json").read_text()) if (args.out / "train_report.json").exists() \
+        else {"attend_spans": True}
+    attend = {"clicks_only": trained.get("attend_clicks_only", False), "spans": trained.get("attend_spans", False),
+              "checked_row": trained.get("attend_checked_row", False)}
     sets = {}
     for split, n in (("train", args.train_pages), ("test", None)):
         rows = split_rows(args.out, split, n)
-        pages = train_vlm.Pages(args.out, split, rows, half=True)
-        train_vlm.cache_features(model, pages)
+        pages = reading.Pages(args.out, split, rows, half=True)
+        reading.cache_features(model, pages)
         sets[split] = rows, pages.features
     train, test = probe_examples(*sets["train"]), probe_examples(*sets["test"])
     report = {"probes": {name: dict(zip(("train", "held_out"), linear_probe(a, b, classes)))
                          for name, a, b, classes in zip(("message_centre_cell", "message_covered_mean",
                                                          "checked_box_and_label", "label_of_checked_box"),
                                                         train, test, (16, 16, 2, len(ui_pages.CHECKS)))},
-              "teacher_forced": teacher_forced(model, tok, *sets["test"])}
+              "heads_targets": attend, "teacher_forced": teacher_forced(model, tok, *sets["test"], attend)}
     (args.out / "diagnosis.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
 
