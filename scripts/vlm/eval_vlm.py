@@ -1,11 +1,8 @@
 """scripts/vlm/eval_vlm.py — held-out accuracy of the small vision-language model and of the
 text-only model trained the same way, per task type, through squeeze itself: each model is
 served by `squeeze serve` (the VLM with its projector) and every test question is one chat
-request (temperature 0, reasoning effort none), images as base64 data: URLs.
-
-  click    correct when the answer's click(x, y) lies inside the target button's box
-  dialog   the message, exactly
-  checkbox the checked box's label, exactly
+request (temperature 0, reasoning effort none), images as base64 data: URLs, asked and scored
+as scripts/vlm/screen_questions.py says.
 
 The models are OUT's (vlm.gguf with vlm-mmproj.gguf, text-only.gguf) unless --vlm,
 --mmproj and --text-only name others (the shipped ones: scripts/eval-vlm); the held-out
@@ -17,7 +14,6 @@ import argparse
 import base64
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -27,31 +23,7 @@ sys.path.insert(0, str(ROOT / "tests" / "python"))
 from serve_util import Server  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts" / "vlm"))
-import train_vlm  # noqa: E402  (the system message the models were trained with)
-
-CLICK = re.compile(r"click\((-?\d+),\s*(-?\d+)\)")
-
-
-def score(task, answer):
-    if task["kind"] == "click":
-        m = CLICK.fullmatch(answer.strip())
-        if not m:
-            return False
-        x, y = int(m.group(1)), int(m.group(2))
-        bx, by, bw, bh = task["box"]
-        return bx <= x < bx + bw and by <= y < by + bh
-    return answer.strip() == task["answer"]
-
-
-def ask(server, question, image=None):
-    content = ([{"type": "image_url", "image_url": {"url": image}}] if image else []) + [{"type": "text", "text": question}]
-    status, _, body = server.request("POST", "/v1/chat/completions", {
-        "messages": [{"role": "system", "content": train_vlm.SYSTEM}, {"role": "user", "content": content}],
-        "temperature": 0, "max_tokens": 16,
-        "reasoning_effort": "none"})
-    if status != 200:
-        raise RuntimeError(f"HTTP {status}: {body}")
-    return body["choices"][0]["message"].get("content") or ""
+from screen_questions import CLICK, KINDS, ask, score, summary  # noqa: E402
 
 
 def evaluate(squeeze, model, mmproj, rows, data_dir):
@@ -73,15 +45,6 @@ def evaluate(squeeze, model, mmproj, rows, data_dir):
         server.proc.terminate()
         server.proc.wait(timeout=60)
     return results, time.time() - t0
-
-
-def summary(results):
-    out = {}
-    for kind in ("click", "dialog", "checkbox"):
-        r = [x for x in results if x["kind"] == kind]
-        out[kind] = {"n": len(r), "correct": sum(x["correct"] for x in r),
-                     "accuracy": sum(x["correct"] for x in r) / max(1, len(r))}
-    return out
 
 
 def draw_examples(results, rows, data_dir, path, n=8):
@@ -131,6 +94,7 @@ def main():
     squeeze = os.environ.get("SQUEEZE_BIN", str(ROOT / "build" / "release" / "tools" / "squeeze"))
     data_dir = out / "data" / "test"
     if not (data_dir / "tasks.jsonl").exists():
+        import train_vlm  # torch and transformers: only to render the held-out pages
         train_vlm.make_split(out, "test", train_vlm.TEST_PAGES, seed=train_vlm.TEST_SEED)
     rows = [json.loads(x) for x in (data_dir / "tasks.jsonl").read_text().splitlines()]
     if args.pages:
@@ -150,7 +114,7 @@ def main():
     names = [name for name, _, _ in models if name in report]
     print("| task | questions | " + " | ".join(names) + (" | ratio |" if len(names) == 2 else " |"))
     print("|---|---|" + "---|" * (len(names) + (len(names) == 2)))
-    for kind in ("click", "dialog", "checkbox"):
+    for kind in KINDS:
         acc = [report[name]["summary"][kind]["accuracy"] for name in names]
         cells = [f"{100 * a:.1f}%" for a in acc]
         if len(names) == 2:

@@ -7,14 +7,17 @@ import base64
 import json
 import os
 import pathlib
-import re
 import subprocess
+import sys
 
 import pytest
 from gguf import GGUFReader
 from serve_util import Server
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "vlm"))
+import screen_questions  # noqa: E402
+
 SQ = os.environ.get("SQUEEZE_BIN", str(ROOT / "build/release/tools/squeeze"))
 DATA = pathlib.Path(os.environ.get("SQUEEZE_DATA", ROOT / "build/data/kjv"))
 STUDENT = ROOT / "models/muse-glimmer-kjv.f16.gguf"
@@ -211,32 +214,21 @@ VLM_PAGES = ROOT / "tests/fixtures/vlm"
 def test_vlm_answers_screenshot_questions():
     """The shipped small VLM (docs/vision.md, twelfth run) through `squeeze serve` on the first
     12 held-out pages (tests/fixtures/vlm): clicks inside the asked button, the dialog's
-    message and the checked box's label, as eval_vlm.py asks and scores them. On the 300
-    held-out pages it scores click 85%, dialog and checkbox above 60%; its text-only twin
-    answers a constant (under 12%), so these bounds fail for a model that ignores the image."""
+    message and the checked box's label, asked and scored as eval_vlm.py does
+    (scripts/vlm/screen_questions.py). On the 300 held-out pages it scores click 85%, dialog
+    and checkbox above 60%; its text-only twin answers a constant (under 12%), so these bounds
+    fail for a model that ignores the image."""
     assert VLM.stat().st_size + VLM_MMPROJ.stat().st_size + (ROOT / "models/ui-text-only.q8_0.gguf").stat().st_size \
         < 10 * 2**20
     tasks = json.loads((VLM_PAGES / "tasks.json").read_text())
-    system = tasks["system"]
+    assert tasks["system"] == screen_questions.SYSTEM
     server = Server(SQ, "-m", str(VLM), "--mmproj", str(VLM_MMPROJ), "-np", "1", "--ctx", "512")
     right = {}
     try:
         for t in tasks["questions"]:
             image = "data:image/png;base64," + base64.b64encode((VLM_PAGES / t["image"]).read_bytes()).decode()
-            status, _, body = server.request("POST", "/v1/chat/completions", {
-                "messages": [{"role": "system", "content": system},
-                             {"role": "user", "content": [{"type": "image_url", "image_url": {"url": image}},
-                                                          {"type": "text", "text": t["question"]}]}],
-                "temperature": 0, "max_tokens": 16, "reasoning_effort": "none"})
-            assert status == 200, body
-            answer = (body["choices"][0]["message"].get("content") or "").strip()
-            if t["kind"] == "click":
-                m = re.fullmatch(r"click\((-?\d+),\s*(-?\d+)\)", answer)
-                bx, by, bw, bh = t["box"]
-                ok = bool(m) and bx <= int(m.group(1)) < bx + bw and by <= int(m.group(2)) < by + bh
-            else:
-                ok = answer == t["answer"]
-            right.setdefault(t["kind"], []).append(ok)
+            answer = screen_questions.ask(server, t["question"], image)
+            right.setdefault(t["kind"], []).append(screen_questions.score(t, answer))
     finally:
         server.proc.terminate()
         server.proc.wait(timeout=60)
