@@ -25,7 +25,7 @@ struct RunOptions {
   ThreadPool* pool = nullptr;               // null: default_thread_pool()
   std::FILE* table = stdout;                // the table and totals; null: silent
   bool progress = true;                     // progress bar on stderr
-  std::vector<std::pair<std::string, gguf::Value>> extra_metadata;  // set in the output (added or replaced)
+  std::vector<std::pair<std::string, gguf::Value>> extra_metadata = {};  // set in the output (added or replaced)
 };
 
 struct TensorResult {

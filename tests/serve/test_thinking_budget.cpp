@@ -32,7 +32,6 @@ const text::Tokenizer& tokenizer() {
 }
 
 std::vector<int32_t> encode(const std::string& s) { return tokenizer().encode(s, {.add_special = false, .parse_special = true}); }
-int32_t id(const char* special) { return *tokenizer().find_token(special); }
 
 struct Pushed {
   std::vector<int32_t> emitted, forced;
