@@ -3,7 +3,6 @@ scripts/train-muse-student): shapes as documented (the student a `muse-glimmer` 
 the glimmer-kjv shape, under half the teacher, with Muse Glimmer's special tokens and chat
 template), both generate text, and `squeeze eval` on the KJV test split reproduces the
 perplexities recorded in models/expected-eval.json."""
-import base64
 import json
 import os
 import pathlib
@@ -12,10 +11,10 @@ import sys
 
 import pytest
 from gguf import GGUFReader
-from serve_util import Server
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "vlm"))
+import eval_vlm  # noqa: E402  (asks as the held-out evaluation does)
 import screen_questions  # noqa: E402
 
 SQ = os.environ.get("SQUEEZE_BIN", str(ROOT / "build/release/tools/squeeze"))
@@ -214,24 +213,20 @@ VLM_PAGES = ROOT / "tests/fixtures/vlm"
 def test_vlm_answers_screenshot_questions():
     """The shipped small VLM (docs/vision.md, twelfth run) through `squeeze serve` on the first
     12 held-out pages (tests/fixtures/vlm): clicks inside the asked button, the dialog's
-    message and the checked box's label, asked and scored as eval_vlm.py does
-    (scripts/vlm/screen_questions.py). On the 300 held-out pages it scores click 85%, dialog
-    and checkbox above 60%; its text-only twin answers a constant (under 12%), so these bounds
-    fail for a model that ignores the image."""
+    message and the checked box's label, asked and scored by eval_vlm.py's own evaluate. On
+    the 300 held-out pages it scores click 85%, dialog and checkbox above 60%; its text-only
+    twin answers a constant (under 12%), so these bounds fail for a model that ignores the
+    image."""
     assert VLM.stat().st_size + VLM_MMPROJ.stat().st_size + (ROOT / "models/ui-text-only.q8_0.gguf").stat().st_size \
         < 10 * 2**20
     tasks = json.loads((VLM_PAGES / "tasks.json").read_text())
     assert tasks["system"] == screen_questions.SYSTEM
-    server = Server(SQ, "-m", str(VLM), "--mmproj", str(VLM_MMPROJ), "-np", "1", "--ctx", "512")
-    right = {}
-    try:
-        for t in tasks["questions"]:
-            image = "data:image/png;base64," + base64.b64encode((VLM_PAGES / t["image"]).read_bytes()).decode()
-            answer = screen_questions.ask(server, t["question"], image)
-            right.setdefault(t["kind"], []).append(screen_questions.score(t, answer))
-    finally:
-        server.proc.terminate()
-        server.proc.wait(timeout=60)
-    share = {k: sum(v) / len(v) for k, v in right.items()}
+    rows = {}
+    for t in tasks["questions"]:
+        rows.setdefault(t["image"], {"image": t["image"], "tasks": []})["tasks"].append(t)
+    results, _ = eval_vlm.evaluate(SQ, VLM, VLM_MMPROJ, list(rows.values()), VLM_PAGES)
+    assert len(results) == len(tasks["questions"])
+    share = {kind: s["accuracy"] for kind, s in screen_questions.summary(results).items()}
+    read = [r["correct"] for r in results if r["kind"] in ("dialog", "checkbox")]
     assert share["click"] >= 0.6, share
-    assert sum(right["dialog"] + right["checkbox"]) >= 0.4 * len(right["dialog"] + right["checkbox"]), share
+    assert sum(read) >= 0.4 * len(read), share
