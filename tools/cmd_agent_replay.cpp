@@ -15,6 +15,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "core/thread_pool.h"
@@ -41,8 +42,8 @@ struct Trajectory {
 };
 
 Trajectory read_trajectory(const std::string& path) {
-  const Json j = Json::parse(squeeze::read_whole_file(path), nullptr, false);
-  SQZ_CHECK(!j.is_discarded() && j.is_object(), path, ": not a JSON object");
+  const Json j = squeeze::parse_json_or_throw<Json>(squeeze::read_whole_file(path), path);
+  SQZ_CHECK(j.is_object(), path, ": not a JSON object");
   Trajectory t;
   if (j.contains("system")) {
     SQZ_CHECK(j["system"].is_string(), path, ": \"system\" must be a string");

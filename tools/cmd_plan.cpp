@@ -8,6 +8,7 @@
 #include "args.h"
 #include "command.h"
 #include "convert/hf_arch.h"
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "model/config.h"
@@ -24,8 +25,9 @@ ModelConfig config_from_hf(const std::string& what, PlanParams& p) {
   std::string path = what;
   std::error_code ec;
   if (std::filesystem::is_directory(what, ec)) path = (std::filesystem::path(what) / "config.json").string();
-  const nlohmann::json j = nlohmann::json::parse(squeeze::read_whole_file(path), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) squeeze::fail(path, ": not a JSON object");
+  const nlohmann::json j = squeeze::parse_json_or_throw<nlohmann::json>(squeeze::read_whole_file(path), path,
+                                                                         {.max_depth = 64, .max_object_keys = INT64_MAX});
+  if (!j.is_object()) squeeze::fail(path, ": not a JSON object");
   ModelConfig c = squeeze::convert::read_hf_config(j, path).config;
   c.name = what;
   if (c.arch == "muse-glimmer" && j.contains("vision_config") && j["vision_config"].is_object()) {

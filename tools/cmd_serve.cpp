@@ -29,10 +29,20 @@ int run_serve(int argc, char** argv) {
       .int_option({"--batch"}, "N", "prompt tokens per chunk (one step's prefill budget)", {1, 4096}, "64")
       .int_option({"--max-queue"}, "N", "requests waiting for a slot before 503", {0, 1 << 20}, "256")
       .int_option({"--max-tokens"}, "N", "largest max_tokens a request may ask (0: the context)", {0, kMaxTokens}, "0")
-      .int_option({"--max-connections"}, "N", "HTTP worker threads = connections served at once", {1, 4096}, "64")
-      .int_option({"--max-body"}, "BYTES", "largest request body (413 beyond)", {1024, int64_t{1} << 30}, "8388608")
-      .int_option({"--timeout"}, "S", "idle connection / read timeout in seconds", {1, 3600}, "30")
-      .option({"--api-key"}, "KEY", "require Authorization: Bearer KEY (or set SQUEEZE_API_KEY)")
+      .int_option({"--max-connections"}, "N",
+                  "HTTP worker threads = connections served at once (when all are busy, the one idle longest is closed)",
+                  {1, 4096}, "128")
+      .int_option({"--max-body"}, "BYTES", "largest request body (413 beyond, before it is read)", {1024, int64_t{1} << 30},
+                  "8388608")
+      .int_option({"--max-json-depth"}, "N", "deepest JSON nesting in a request, also inside strings (400 beyond)", {2, 512},
+                  "64")
+      .int_option({"--max-json-keys"}, "N", "most keys in one JSON object of a request (400 beyond)", {16, 1 << 20}, "4096")
+      .int_option({"--timeout"}, "S", "keep-alive wait between requests, and each read or write, in seconds", {1, 3600}, "30")
+      .int_option({"--head-timeout"}, "S", "a request's line and headers must arrive within S seconds", {1, 3600}, "10")
+      .int_option({"--body-timeout"}, "S", "a request's body must arrive within S seconds", {1, 3600}, "60")
+      .option({"--api-key"}, "KEY", "require Authorization: Bearer KEY (or set SQUEEZE_API_KEY); must not be empty")
+      .option({"--cors-origin"}, "ORIGIN",
+              "let pages of ORIGIN (e.g. https://app.example.com) call the API from a browser (default: none)")
       .option({"--reasoning-effort"}, "LEVEL", "default reasoning effort: low, medium, high or xhigh", "high")
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .threads_option();
@@ -52,10 +62,23 @@ int run_serve(int argc, char** argv) {
   p.max_tokens = args.get_int("--max-tokens");
   p.max_connections = args.get_int32("--max-connections");
   p.max_body_bytes = static_cast<size_t>(args.get_int("--max-body"));
+  p.max_json_depth = args.get_int32("--max-json-depth");
+  p.max_json_keys = args.get_int("--max-json-keys");
   p.idle_timeout_s = args.get_int32("--timeout");
-  p.api_key = args.get("--api-key");
-  if (p.api_key.empty())
-    if (const char* env = std::getenv("SQUEEZE_API_KEY")) p.api_key = env;
+  p.head_timeout_s = args.get_int32("--head-timeout");
+  p.body_timeout_s = args.get_int32("--body-timeout");
+  // An empty key would silently turn authentication off.
+  if (args.has("--api-key")) {
+    p.api_key = args.get("--api-key");
+    SQZ_CHECK(!p.api_key.empty(), "--api-key must not be empty (leave it out to serve without a key)");
+  } else if (const char* env = std::getenv("SQUEEZE_API_KEY")) {
+    p.api_key = env;
+    SQZ_CHECK(!p.api_key.empty(), "SQUEEZE_API_KEY is set but empty (unset it to serve without a key)");
+  }
+  p.cors_origin = args.get("--cors-origin");
+  SQZ_CHECK(p.cors_origin.empty() || ((p.cors_origin.rfind("http://", 0) == 0 || p.cors_origin.rfind("https://", 0) == 0) &&
+                                      p.cors_origin.find('/', p.cors_origin.find("//") + 2) == std::string::npos),
+            "--cors-origin must be an origin, scheme://host[:port] with no path (got '", p.cors_origin, "')");
   p.reasoning_effort = args.get("--reasoning-effort");
   SQZ_CHECK(p.reasoning_effort == "low" || p.reasoning_effort == "medium" || p.reasoning_effort == "high" ||
                 p.reasoning_effort == "xhigh",

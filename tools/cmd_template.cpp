@@ -8,6 +8,7 @@
 #include "args.h"
 #include "chat/template.h"
 #include "command.h"
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "gguf/reader.h"
@@ -18,11 +19,7 @@ using squeeze::fail;
 using squeeze::chat::Json;
 
 Json read_json(const std::string& path) {
-  try {
-    return Json::parse(squeeze::read_whole_file(path));
-  } catch (const Json::exception& e) {
-    fail(path, ": ", e.what());
-  }
+  return squeeze::parse_json_or_throw<Json>(squeeze::read_whole_file(path), path);
 }
 
 // The text of token `key` (an id) in the GGUF vocabulary, or "" when absent.

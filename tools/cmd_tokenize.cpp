@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "gguf/reader.h"
@@ -28,7 +29,7 @@ TokenizerData load_vocab_json(const std::string& path) {
   TokenizerData d;
   const std::string text = squeeze::read_whole_file(path);  // its errors name the path already
   try {
-    const auto j = nlohmann::json::parse(text);
+    const auto j = squeeze::parse_json_or_throw<nlohmann::json>(text, "vocabulary", {.max_depth = 16, .max_object_keys = INT64_MAX});
     if (!j.is_object()) fail("not a JSON object");
     if (!j.contains("tokens")) fail("missing key 'tokens'");
     d.tokens = j.at("tokens").get<std::vector<std::string>>();

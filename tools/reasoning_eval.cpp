@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "chat/value.h"
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "generation.h"
@@ -37,12 +38,9 @@ std::vector<Problem> read_problems(const std::string& path, int64_t limit) {
   std::string line;
   for (int64_t n = 1; std::getline(in, line) && (limit <= 0 || static_cast<int64_t>(out.size()) < limit); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Json j;
-    try {
-      j = Json::parse(line);
-    } catch (const std::exception& e) {
-      fail(path, ":", n, ": not JSON (", e.what(), ")");
-    }
+    const squeeze::BoundedJson<Json> parsed = squeeze::parse_json_bounded<Json>(line, {.max_depth = 16});
+    if (!parsed.error.empty()) fail(path, ":", n, ": ", parsed.error);
+    const Json& j = parsed.value;
     SQZ_CHECK(j.is_object() && j.contains("question") && j["question"].is_string() && j.contains("answer") &&
                   j["answer"].is_string(),
               path, ":", n, ": expected an object with string \"question\" and \"answer\"");

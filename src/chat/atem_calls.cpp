@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "core/bounded_json.h"
+
 namespace squeeze::chat {
 namespace {
 
@@ -96,31 +98,12 @@ std::optional<std::pair<std::string_view, std::string_view>> parameter(Cursor& c
 // recursive JSON printer off the stack's limit on hostile input.
 constexpr int kMaxJsonDepth = 128;
 
-bool json_depth_ok(std::string_view s) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char ch = s[i];
-    if (in_string) {
-      if (ch == '\\') ++i;
-      else if (ch == '"') in_string = false;
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      if (++depth > kMaxJsonDepth) return false;
-    } else if (ch == ']' || ch == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
-
 Json typed_value(std::string_view text, ParamKind kind) {
   if (kind != ParamKind::string) {
     const std::string_view t = trim(text);
-    if (!t.empty() && json_depth_ok(t)) {
-      Json v = Json::parse(t.begin(), t.end(), nullptr, /*allow_exceptions=*/false);
-      if (!v.is_discarded()) return v;
+    if (!t.empty()) {
+      BoundedJson<Json> v = parse_json_bounded<Json>(t, {.max_depth = kMaxJsonDepth});
+      if (v.error.empty()) return std::move(v.value);
     }
   }
   return Json(std::string(text));

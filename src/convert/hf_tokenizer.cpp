@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "text/pretokenize.h"
@@ -19,8 +20,10 @@ namespace fs = std::filesystem;
 constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
 
 json read_json(const fs::path& path) {
-  json j = json::parse(read_whole_file(path.string()), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) fail(path.string(), ": not a JSON object");
+  // A std::map-backed json: a vocabulary's 150k keys insert in log time, so only depth is bounded.
+  json j = parse_json_or_throw<json>(read_whole_file(path.string()), path.string(),
+                                     {.max_depth = 64, .max_object_keys = INT64_MAX});
+  if (!j.is_object()) fail(path.string(), ": not a JSON object");
   return j;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 
@@ -14,8 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 
 nlohmann::json read_json_object(const fs::path& path) {
-  nlohmann::json j = nlohmann::json::parse(read_whole_file(path.string()), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail(path.string(), ": not valid JSON");
+  nlohmann::json j = parse_json_or_throw<nlohmann::json>(read_whole_file(path.string()), path.string(),
+                                                         {.max_depth = 64, .max_object_keys = INT64_MAX});
   if (!j.is_object()) fail(path.string(), ": not a JSON object");
   return j;
 }

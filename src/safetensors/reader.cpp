@@ -88,23 +88,31 @@ File::File(const std::string& path) : file_(path) {
   if (header.front() != '{') fail(path, ": the header is not a JSON object");
   check_nesting(header, path);
 
-  // Duplicate names would silently shadow each other in a JSON object: count them.
+  // Duplicate names would silently shadow each other in a JSON object: count them. The
+  // names' order is kept here, so the object itself can be a std::map (an ordered_json
+  // inserts in linear time: a header of 100k names would cost minutes).
   std::set<std::string> seen;
+  std::vector<std::string> names;
   std::string duplicate;
-  const auto on_event = [&](int depth, nlohmann::ordered_json::parse_event_t event, nlohmann::ordered_json& value) {
-    if (depth == 1 && event == nlohmann::ordered_json::parse_event_t::key && !seen.insert(value.get<std::string>()).second &&
-        duplicate.empty())
-      duplicate = value.get<std::string>();
+  const auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key) {
+      if (!seen.insert(value.get<std::string>()).second) {
+        if (duplicate.empty()) duplicate = value.get<std::string>();
+      } else {
+        names.push_back(value.get<std::string>());
+      }
+    }
     return true;
   };
-  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(header, on_event, /*allow_exceptions=*/false);
+  const nlohmann::json j = nlohmann::json::parse(header, on_event, /*allow_exceptions=*/false);
   if (j.is_discarded()) fail(path, ": the header is not valid JSON");
   if (!j.is_object()) fail(path, ": the header is not a JSON object");
   if (!duplicate.empty()) fail(path, ": tensor '", duplicate, "' appears twice in the header");
 
   const uint64_t buffer = bytes.size() - 8 - header_bytes_;
   const uint8_t* data = bytes.data() + 8 + header_bytes_;
-  for (const auto& [name, entry] : j.items()) {
+  for (const std::string& name : names) {
+    const nlohmann::json& entry = j[name];
     if (name == "__metadata__") {
       if (!entry.is_object()) fail(path, ": __metadata__ must be an object of strings");
       for (const auto& [k, v] : entry.items()) {

@@ -244,6 +244,8 @@ void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
 
 void Engine::sample_next(Slot& s, std::span<float> masked) {
   const GenerationRequest& req = s.job->req;
+  for (const auto& [id, bias] : req.logit_bias)
+    masked[static_cast<size_t>(id)] = bias <= -100.0f ? -INFINITY : masked[static_cast<size_t>(id)] + bias;
   for (int32_t id : banned_) masked[static_cast<size_t>(id)] = -INFINITY;  // in the step's own logits row
   if (s.thinking) s.thinking->mask(masked);  // no `self` header once the budget closed the thinking
   const int32_t next = s.sampler->sample(masked);

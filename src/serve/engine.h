@@ -91,6 +91,8 @@ struct GenerationRequest {
   int64_t max_tokens = 0;                // ≥ 1; the context may end it sooner (finish: length)
   bool render_control = false;           // control tokens' text in the output (Muse Glimmer's framing)
   int top_logprobs = -1;                 // -1: no log-probabilities; 0..20: with that many alternatives
+  // Added to a token's logit before sampling (OpenAI's logit_bias, -100..100; -100 bans).
+  std::vector<std::pair<int32_t, float>> logit_bias;
   // Thinking tokens allowed in the turn (serve/thinking_budget.h; the prompt ends with
   // `<|start|>assistant`); -1: no budget.
   int64_t thinking_budget = -1;

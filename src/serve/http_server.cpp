@@ -5,7 +5,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -19,6 +21,7 @@
 #include "model/model.h"
 #include "serve/chat_format.h"
 #include "serve/chat_page.h"
+#include "serve/connection_guard.h"
 #include "serve/engine.h"
 #include "serve/openai_api.h"
 #include "vision/encoder.h"
@@ -61,16 +64,28 @@ struct Loaded {
   ApiContext ctx;
 };
 
+// The routes squeeze answers; any other path is counted as "other", so a client can
+// neither add series nor put text of its own into /metrics.
+constexpr const char* kRoutes[] = {"/", "/health", "/v1/health", "/v1/models", "/models", "/metrics",
+                                   "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions",
+                                   "/tokenize", "/detokenize", "/apply-template"};
+
+const char* route_label(const std::string& path) {
+  for (const char* r : kRoutes)
+    if (path == r) return r;
+  return "other";
+}
+
 class HttpCounters {
  public:
   void count(const std::string& path, int status) {
     std::lock_guard lock(mu_);
-    ++by_path_status_[{path, status}];
+    ++by_path_status_[{route_label(path), status}];
   }
   std::string prometheus() const {
     std::lock_guard lock(mu_);
     std::ostringstream o;
-    o << "# HELP squeeze_http_requests_total HTTP requests answered, by path and status.\n"
+    o << "# HELP squeeze_http_requests_total HTTP requests answered, by route and status.\n"
       << "# TYPE squeeze_http_requests_total counter\n";
     for (const auto& [k, n] : by_path_status_)
       o << "squeeze_http_requests_total{path=\"" << k.first << "\",status=\"" << k.second << "\"} " << n << "\n";
@@ -79,8 +94,33 @@ class HttpCounters {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::pair<std::string, int>, int64_t> by_path_status_;
+  std::map<std::pair<const char*, int>, int64_t> by_path_status_;
 };
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The name in a Host header: "localhost:8080" -> "localhost", "[::1]:80" -> "::1".
+std::string host_name(const std::string& host) {
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    return lower(host.substr(1, close == std::string::npos ? std::string::npos : close - 1));
+  }
+  return lower(host.substr(0, host.find(':')));
+}
+
+bool is_loopback_name(const std::string& name) {
+  return name == "localhost" || name == "::1" || name.rfind("127.", 0) == 0;
+}
+
+// The media type of a Content-Type header, lower case, without parameters.
+std::string media_type(const std::string& content_type) {
+  std::string t = lower(content_type.substr(0, content_type.find(';')));
+  t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
+  return t;
+}
 
 std::string engine_metrics(const EngineStats& s) {
   std::ostringstream o;
@@ -118,7 +158,7 @@ std::string model_id_for(const ServerParams& p) {
 
 class Server {
  public:
-  explicit Server(const ServerParams& p) : p_(p) {}
+  explicit Server(const ServerParams& p) : p_(p), http_(connection_limits(p)) {}
   int run();
 
  private:
@@ -127,11 +167,17 @@ class Server {
   Loaded& loaded();  // throws ApiError 503 while loading
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
   Json models_json() const;
+  JsonLimits json_limits() const { return {.max_depth = p_.max_json_depth, .max_object_keys = p_.max_json_keys}; }
   // Runs a handler, turning ApiErrors and other exceptions into OpenAI error objects.
   httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> f);
 
+  static ConnectionLimits connection_limits(const ServerParams& p);
+  // Answers what must not reach a route: a foreign Host or Origin, a missing key, a body
+  // too large or not JSON, anything while shutting down; true when it answered.
+  bool refuse_before_body(const httplib::Request& req, httplib::Response& res);
+
   const ServerParams& p_;
-  httplib::Server http_;
+  GuardedHttpServer http_;
   std::unique_ptr<Loaded> loaded_holder_;
   std::atomic<Loaded*> loaded_{nullptr};
   std::atomic<bool> draining_{false};
@@ -149,6 +195,64 @@ httplib::Server::Handler Server::guarded(std::function<void(const httplib::Reque
       send_error(res, ApiError(500, e.what()));
     }
   };
+}
+
+ConnectionLimits Server::connection_limits(const ServerParams& p) {
+  // Every slot's stream, the waiting clients, and room for /health and /metrics.
+  const int workers = std::max<int>(p.max_connections, static_cast<int>(2 * p.parallel) + 4);
+  return {.workers = workers, .head_timeout_s = p.head_timeout_s, .body_timeout_s = p.body_timeout_s,
+          .idle_timeout_s = p.idle_timeout_s, .max_body_bytes = p.max_body_bytes};
+}
+
+bool Server::refuse_before_body(const httplib::Request& req, httplib::Response& res) {
+  const auto refuse = [&](int status, const std::string& message) {
+    send_error(res, ApiError(status, message));
+    return true;
+  };
+  if (draining_) {
+    GuardedHttpServer::close_after_response();
+    return refuse(503, "the server is shutting down");
+  }
+  // DNS rebinding: a page of another site whose name now resolves to 127.0.0.1 reaches a
+  // loopback server with its own name in Host.
+  const std::string host = req.get_header_value("Host");
+  if (is_loopback_name(host_name(p_.host)) && !host.empty() && !is_loopback_name(host_name(host)))
+    return refuse(403, "Host '" + host + "' is not a name of this server (it listens on " + p_.host + ")");
+  // Pages of other sites may not call the API, unless --cors-origin names theirs.
+  const std::string origin = req.get_header_value("Origin");
+  const bool cross_origin_allowed = !p_.cors_origin.empty() && origin == p_.cors_origin;
+  if (!origin.empty() && origin != "http://" + host && !cross_origin_allowed)
+    return refuse(403, "requests from pages of " + origin + " are not allowed (see --cors-origin)");
+  if (cross_origin_allowed) {
+    res.set_header("Access-Control-Allow-Origin", origin);
+    res.set_header("Vary", "Origin");
+  }
+  if (req.method == "OPTIONS") {  // a CORS preflight
+    if (!cross_origin_allowed) return refuse(403, "no cross-origin requests are allowed (see --cors-origin)");
+    res.status = 204;
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    res.set_header("Access-Control-Max-Age", "600");
+    return true;
+  }
+  const bool is_public = req.path == "/health" || req.path == "/v1/health" || req.path == "/";
+  if (!p_.api_key.empty() && !is_public) {
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    const std::string key = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
+    if (auth.empty() || !keys_equal(key, p_.api_key))
+      return refuse(401, auth.empty() ? "missing API key (Authorization: Bearer KEY)" : "invalid API key");
+  }
+  if (req.method == "POST") {
+    if (req.has_header("Content-Length") &&
+        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > p_.max_body_bytes)
+      return refuse(413, "the request body is larger than the server's limit of " + std::to_string(p_.max_body_bytes) +
+                             " bytes (--max-body)");
+    // A page can send text/plain to any site without asking first; JSON needs a preflight.
+    if (media_type(req.get_header_value("Content-Type")) != "application/json")
+      return refuse(415, "the request body must be sent as Content-Type: application/json");
+  }
+  return false;
 }
 
 Loaded& Server::loaded() {
@@ -184,7 +288,7 @@ Json Server::models_json() const {
 void Server::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
   Loaded& l = loaded();
   if (draining_) throw ApiError(503, "the server is shutting down");
-  const Json body = parse_body(req.body, p_.max_json_depth);
+  const Json body = parse_body(req.body, json_limits());
   auto prepared = std::make_shared<PreparedRequest>(endpoint == Endpoint::chat ? prepare_chat(body, l.ctx)
                                                                                : prepare_completion(body, l.ctx));
   auto stream = l.engine->submit(prepared->gen);
@@ -247,17 +351,8 @@ void Server::generate(const httplib::Request& req, httplib::Response& res, Endpo
 
 void Server::routes() {
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // The page itself is public (it holds no data); what it fetches needs the key.
-    if (p_.api_key.empty() || req.path == "/health" || req.path == "/v1/health" || req.path == "/")
-      return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    const std::string key = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
-    if (auth.empty() || !keys_equal(key, p_.api_key)) {
-      send_error(res, ApiError(401, auth.empty() ? "missing API key (Authorization: Bearer KEY)" : "invalid API key"));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return refuse_before_body(req, res) ? httplib::Server::HandlerResponse::Handled
+                                        : httplib::Server::HandlerResponse::Unhandled;
   });
   http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -292,9 +387,14 @@ void Server::routes() {
     http_.Post(path, guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::completion); }));
   http_.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     Loaded& l = loaded();
-    const Json body = parse_body(req.body, p_.max_json_depth);
+    const Json body = parse_body(req.body, json_limits());
     if (!body.contains("content") || !body["content"].is_string()) throw ApiError(400, "'content' must be a string", "content");
-    const bool add_special = body.value("add_special", false), with_pieces = body.value("with_pieces", false);
+    const auto flag = [&](const char* name) {
+      if (!body.contains(name) || body[name].is_null()) return false;
+      if (!body[name].is_boolean()) throw ApiError(400, std::string("'") + name + "' must be true or false", name);
+      return body[name].get<bool>();
+    };
+    const bool add_special = flag("add_special"), with_pieces = flag("with_pieces");
     const text::Tokenizer& tok = l.model->tokenizer();
     const auto ids = tok.encode(body["content"].get<std::string>(), {.add_special = add_special, .parse_special = true});
     Json tokens = Json::array();
@@ -309,7 +409,7 @@ void Server::routes() {
   }));
   http_.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     Loaded& l = loaded();
-    const Json body = parse_body(req.body, p_.max_json_depth);
+    const Json body = parse_body(req.body, json_limits());
     if (!body.contains("tokens") || !body["tokens"].is_array()) throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
     const text::Tokenizer& tok = l.model->tokenizer();
     std::vector<int32_t> ids;
@@ -322,7 +422,7 @@ void Server::routes() {
   }));
   http_.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
     Loaded& l = loaded();
-    const Json body = parse_body(req.body, p_.max_json_depth);
+    const Json body = parse_body(req.body, json_limits());
     res.set_content(dump({{"prompt", render_chat_prompt(body, l.ctx)}}), "application/json");
   }));
 }
@@ -345,6 +445,7 @@ void Server::load() {
   l->ctx.max_tokens_limit = p_.max_tokens > 0 ? std::min(p_.max_tokens, l->ctx.n_ctx) : l->ctx.n_ctx;
   l->ctx.muse_glimmer_output = c.arch == "muse-glimmer" && l->model->tokenizer().find_token("<|message|>").has_value();
   l->ctx.default_reasoning_effort = p_.reasoning_effort;
+  l->ctx.json_limits = json_limits();
   l->ctx.reasoning_budgets = reasoning_budgets_from_metadata(l->model->file().metadata());
   if (!p_.mmproj_path.empty()) {
     l->ctx.image_tokens = vision::ImageTokenIds::of(l->model->tokenizer());
@@ -369,14 +470,6 @@ int Server::run() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  // One worker per connection: every slot's stream, the queue's waiting clients up to the
-  // connection limit, and a few for /health and /metrics while all of them are busy.
-  const int threads = std::max<int>(p_.max_connections, static_cast<int>(2 * p_.parallel) + 4);
-  http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http_.set_payload_max_length(p_.max_body_bytes);
-  http_.set_read_timeout(p_.idle_timeout_s, 0);
-  http_.set_write_timeout(p_.idle_timeout_s, 0);
-  http_.set_keep_alive_timeout(p_.idle_timeout_s);
   routes();
 
   int port = p_.port;
@@ -396,7 +489,7 @@ int Server::run() {
   // so a stop issued earlier (a model that fails to load at once) would leave it waiting.
   auto stop_listener = [&] {
     while (!http_.is_running() && !listener_returned) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    http_.stop();
+    http_.shut_down();
     listener.join();
   };
   std::fprintf(stderr, "squeeze serve: loading %s\n", p_.model_path.c_str());

@@ -1,8 +1,9 @@
 // serve/http_server.h — `squeeze serve`'s HTTP side on cpp-httplib: the OpenAI routes
 // (/v1/chat/completions, /v1/completions, /v1/models), /health, /metrics, /tokenize,
-// /detokenize, /apply-template; Bearer keys; body, nesting and connection limits; SSE
-// streaming with cancel-on-disconnect. The model loads after the socket is bound, so
-// /health answers 503 while it loads.
+// /detokenize, /apply-template; Bearer keys; browser safety (Host, Origin, JSON content
+// type, CORS); body, JSON, deadline and connection limits (serve/connection_guard.h);
+// SSE streaming with cancel-on-disconnect. The model loads after the socket is bound, so
+// /health answers 503 while it loads. docs/security.md has the threat model and limits.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +25,15 @@ struct ServerParams {
   int64_t chunk = 64;
   int64_t max_queue = 256;
   int64_t max_tokens = 0;         // largest max_tokens; 0: the context
-  int max_connections = 64;       // HTTP worker threads (each holds one connection)
+  int max_connections = 128;      // HTTP worker threads (each holds one connection)
   size_t max_body_bytes = 8u << 20;
   int max_json_depth = 64;
-  int idle_timeout_s = 30;        // keep-alive and read timeout
+  int64_t max_json_keys = 4096;   // keys in one JSON object
+  int idle_timeout_s = 30;        // keep-alive wait, and each read or write
+  int head_timeout_s = 10;        // a request's line and headers, in all
+  int body_timeout_s = 60;        // a request's body, in all
   std::string api_key;            // empty: no key required
+  std::string cors_origin;        // an origin (scheme://host[:port]) whose pages may call the API; empty: none
   std::string reasoning_effort = "high";
   model::KvType kv_type = model::KvType::F16;
   std::string draft_path;         // a DFlash drafter for the model (speculative decoding)

@@ -3,6 +3,7 @@
 #include "serve/openai_api.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include "core/error.h"
@@ -106,6 +107,20 @@ void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) 
       if (x.empty()) throw bad("stop", "stop strings must not be empty");
     r.gen.stop_strings = std::move(stops);
   }
+  if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
+    const Json& lb = body["logit_bias"];
+    if (!lb.is_object()) throw bad("logit_bias", "'logit_bias' must be an object of token id -> bias");
+    const int64_t n_vocab = ctx.model->tokenizer().n_vocab();
+    for (auto it = lb.begin(); it != lb.end(); ++it) {
+      char* end = nullptr;
+      const long long id = std::strtoll(it.key().c_str(), &end, 10);
+      if (it.key().empty() || *end != '\0' || id < 0 || id >= n_vocab)
+        throw bad("logit_bias", "'logit_bias' keys must be token ids in [0, " + std::to_string(n_vocab) + ")");
+      if (!it.value().is_number() || it.value().get<double>() < -100.0 || it.value().get<double>() > 100.0)
+        throw bad("logit_bias", "'logit_bias' values must be numbers in [-100, 100]");
+      r.gen.logit_bias.emplace_back(static_cast<int32_t>(id), it.value().get<float>());
+    }
+  }
   r.stream = bool_field(body, "stream", false);
   if (body.contains("stream_options") && !body["stream_options"].is_null()) {
     if (!body["stream_options"].is_object()) throw bad("stream_options", "'stream_options' must be an object");
@@ -206,9 +221,11 @@ Json template_messages(const Json& body, const ApiContext& ctx, ImageList* image
           if (c["function"].contains("arguments")) {
             const Json& a = c["function"]["arguments"];
             if (a.is_string()) {
-              args = Json::parse(a.get<std::string>(), nullptr, false);
-              if (args.is_discarded() || !args.is_object())
+              BoundedJson<Json> parsed = parse_json_bounded<Json>(a.get<std::string>(), ctx.json_limits);
+              if (!parsed.error.empty()) throw bad(where, where + ": tool call arguments: " + parsed.error);
+              if (!parsed.value.is_object())
                 throw bad(where, where + ": tool call arguments must be a JSON object (as a string)");
+              args = std::move(parsed.value);
             } else if (a.is_object()) {
               args = a;
             }
@@ -246,17 +263,11 @@ Json ApiError::to_json() const {
   return {{"error", {{"message", what()}, {"type", type}, {"param", param.empty() ? Json() : Json(param)}, {"code", status}}}};
 }
 
-Json parse_body(const std::string& body, int max_depth) {
-  bool too_deep = false;
-  const Json::parser_callback_t depth_check = [&](int depth, Json::parse_event_t, Json&) {
-    if (depth > max_depth) too_deep = true;
-    return !too_deep;
-  };
-  Json j = Json::parse(body, depth_check, false);
-  if (too_deep) throw ApiError(400, "the request body nests deeper than " + std::to_string(max_depth) + " levels");
-  if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
-  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
-  return j;
+Json parse_body(const std::string& body, const JsonLimits& limits) {
+  BoundedJson<Json> j = parse_json_bounded<Json>(body, limits);
+  if (!j.error.empty()) throw ApiError(400, "the request body: " + j.error);
+  if (!j.value.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  return std::move(j.value);
 }
 
 // The request's reasoning level: reasoning_effort (serve::reasoning_level), else the

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "chat/muse_glimmer_output.h"
+#include "core/bounded_json.h"
 #include "serve/thinking_budget.h"
 #include "chat/tool_params.h"
 #include "chat/value.h"
@@ -36,8 +37,8 @@ struct ApiError : std::runtime_error {
   chat::Json to_json() const;  // {"error": {"message", "type", "param", "code"}}
 };
 
-// The body as JSON; malformed JSON, nesting past max_depth or a non-object is a 400.
-chat::Json parse_body(const std::string& body, int max_depth = 64);
+// The body as JSON; malformed JSON, nesting or keys past the limits, or a non-object is a 400.
+chat::Json parse_body(const std::string& body, const JsonLimits& limits = {});
 
 // What the server knows that a request is checked against.
 struct ApiContext {
@@ -54,6 +55,8 @@ struct ApiContext {
   vision::FeatureCache* images = nullptr;
   vision::ImageTokenIds image_tokens;
   ThreadPool* image_pool = nullptr;
+  // Limits on JSON the request carries inside strings (tool-call arguments), as on the body.
+  JsonLimits json_limits;
 };
 
 enum class Endpoint { chat, completion };

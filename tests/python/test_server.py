@@ -257,7 +257,7 @@ def open_stream(server, body):
     u = urllib.parse.urlparse(server.url)
     sock = socket.create_connection((u.hostname, u.port))
     data = json.dumps(body).encode()
-    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: " + f"{u.hostname}:{u.port}".encode() + b"\r\nContent-Type: application/json\r\n"
                  b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
     first = sock.recv(4096)
     return sock, first

@@ -92,6 +92,32 @@ TEST(OpenAiRequest, ValidRequestsPrepareAndBadOnesAreRefusedWithTheirStatus) {
   EXPECT_EQ(parse_body("{\"a\": [1]}")["a"][0], 1);
 }
 
+// Tool-call arguments are JSON inside a string: bounded like the body. 25,000 levels used
+// to overflow the stack converting them to template values (the server died).
+TEST(OpenAiRequest, JsonInsideStringsIsBoundedLikeTheBody) {
+  const auto call_with = [](const std::string& arguments) {
+    Json messages = user("Hi");
+    messages.push_back({{"role", "assistant"},
+                        {"content", ""},
+                        {"tool_calls", {{{"id", "c"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", arguments}}}}}}});
+    return Json{{"messages", messages}};
+  };
+  const std::string deep = "{\"a\": " + std::string(25000, '[') + std::string(25000, ']') + "}";
+  try {
+    prepare_chat(call_with(deep), fx().ctx);
+    FAIL() << "accepted 25,000 levels";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(status_of(call_with("{\"a\": [[1]]}")), 200);
+  // Logit bias: token ids of the vocabulary, biases in [-100, 100].
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"logit_bias", {{"5", -100}, {"6", 2.5}}}}), 200);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"logit_bias", {{"-5", 1}}}}), 400);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"logit_bias", {{"5x", 1}}}}), 400);
+  EXPECT_EQ(status_of({{"messages", user("Hi")}, {"logit_bias", {{"5", 101}}}}), 400);
+}
+
 TEST(OpenAiRequest, MuseGlimmerChatKeepsEomRunningAndRendersControlText) {
   const ApiContext ctx = wide_ctx();
   const PreparedRequest r = prepare_chat({{"messages", user("Hi")}, {"tools", kTools}, {"reasoning_effort", "medium"}}, ctx);
