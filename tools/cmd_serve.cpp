@@ -41,6 +41,11 @@ int run_serve(int argc, char** argv) {
       .int_option({"--head-timeout"}, "S", "a request's line and headers must arrive within S seconds", {1, 3600}, "10")
       .int_option({"--body-timeout"}, "S", "a request's body must arrive within S seconds", {1, 3600}, "60")
       .option({"--api-key"}, "KEY", "require Authorization: Bearer KEY (or set SQUEEZE_API_KEY); must not be empty")
+      .int_option({"--max-image-pixels"}, "N", "largest image a request may send, in pixels, checked before decoding",
+                  {1, int64_t{1} << 26}, "16777216")
+      .flag({"--parse-special-in-content"},
+            "tokenize control-token texts typed in messages (e.g. <|im_end|>) as the tokens, as transformers and "
+            "llama-server do (default: they stay text, so a user cannot speak as another role)")
       .option({"--cors-origin"}, "ORIGIN",
               "let pages of ORIGIN (e.g. https://app.example.com) call the API from a browser (default: none)")
       .option({"--reasoning-effort"}, "LEVEL", "default reasoning effort: low, medium, high or xhigh", "high")
@@ -75,6 +80,7 @@ int run_serve(int argc, char** argv) {
     p.api_key = env;
     SQZ_CHECK(!p.api_key.empty(), "SQUEEZE_API_KEY is set but empty (unset it to serve without a key)");
   }
+  p.parse_special_in_content = args.has("--parse-special-in-content");
   p.cors_origin = args.get("--cors-origin");
   SQZ_CHECK(p.cors_origin.empty() || ((p.cors_origin.rfind("http://", 0) == 0 || p.cors_origin.rfind("https://", 0) == 0) &&
                                       p.cors_origin.find('/', p.cors_origin.find("//") + 2) == std::string::npos),
@@ -93,6 +99,7 @@ int run_serve(int argc, char** argv) {
   SQZ_CHECK(args.has("--mmproj") || (!args.has("--max-image-tokens") && !args.has("--resample")),
             "--max-image-tokens and --resample need --mmproj");
   p.max_image_tokens = args.get_int32("--max-image-tokens");
+  p.max_image_pixels = args.get_int("--max-image-pixels");
   p.resample = args.get("--resample");
   squeeze::set_default_thread_count(args.get_int32("--threads"));
   return squeeze::serve::run_server(p);

@@ -29,6 +29,7 @@ std::string token_text_or_empty(const text::Tokenizer& tok, int32_t id) {
 
 ChatFormat::ChatFormat(const model::Model& model)
     : tok_(model.tokenizer()),
+      controls_(tok_),
       template_(template_source(model), template_options(model)),
       bos_(token_text_or_empty(tok_, tok_.bos_id())),
       eos_(token_text_or_empty(tok_, tok_.eos_id())) {
@@ -40,7 +41,8 @@ std::string ChatFormat::render(const chat::Json& messages, bool add_generation_p
   return chat::render_chat(template_, messages, add_generation_prompt, bos_, eos_, tools, extra);
 }
 
-std::vector<int32_t> ChatFormat::tokenize(const std::string& rendered) const {
+std::vector<int32_t> ChatFormat::tokenize(const std::string& rendered,
+                                          std::vector<std::pair<size_t, size_t>> literal_ranges) const {
   // What llama.cpp does (common/chat.cpp, then tokenizing with add_special=true): when the
   // vocabulary adds BOS itself (tokenizer.ggml.add_bos_token), one leading BOS text is
   // cut from the rendering first, and likewise a trailing EOS text when it adds EOS. So a
@@ -48,9 +50,17 @@ std::vector<int32_t> ChatFormat::tokenize(const std::string& rendered) const {
   // never two; a template that writes it for a vocabulary that does not add it keeps its
   // BOS (parse_special turns the text into the token).
   std::string_view text = rendered;
-  if (tok_.adds_bos() && !bos_.empty() && text.starts_with(bos_)) text.remove_prefix(bos_.size());
+  size_t cut = 0;
+  if (tok_.adds_bos() && !bos_.empty() && text.starts_with(bos_)) {
+    text.remove_prefix(bos_.size());
+    cut = bos_.size();
+  }
   if (tok_.adds_eos() && !eos_.empty() && text.ends_with(eos_)) text.remove_suffix(eos_.size());
-  return tok_.encode(text, {.add_special = true, .parse_special = true});
+  for (auto& [b, e] : literal_ranges) {  // into the trimmed text
+    b = std::min(text.size(), b > cut ? b - cut : 0);
+    e = std::min(text.size(), e > cut ? e - cut : 0);
+  }
+  return tok_.encode(text, {.add_special = true, .parse_special = true, .literal_ranges = literal_ranges});
 }
 
 void ChatFormat::find_stop_ids(const model::Model& model) {

@@ -9,6 +9,7 @@
 
 #include "chat/template.h"
 #include "model/model.h"
+#include "serve/content_literals.h"
 
 namespace squeeze::serve {
 
@@ -21,8 +22,12 @@ class ChatFormat {
   // template as transformers' apply_chat_template passes them.
   std::string render(const chat::Json& messages, bool add_generation_prompt, const chat::Json& tools = nullptr,
                      const chat::Json& extra = chat::Json::object()) const;
-  // The rendering's token ids (special token texts become their tokens).
-  std::vector<int32_t> tokenize(const std::string& rendered) const;
+  // The rendering's token ids: special token texts become their tokens, except within
+  // `literal_ranges` (byte ranges of the rendering: message content, serve/content_literals.h).
+  std::vector<int32_t> tokenize(const std::string& rendered,
+                                std::vector<std::pair<size_t, size_t>> literal_ranges = {}) const;
+  // The vocabulary's control-token texts (what message content may not spell as tokens).
+  const ControlTexts& control_texts() const { return controls_; }
   std::vector<int32_t> encode(const chat::Json& messages, bool add_generation_prompt) const {
     return tokenize(render(messages, add_generation_prompt));
   }
@@ -36,6 +41,7 @@ class ChatFormat {
   void find_stop_ids(const model::Model& model);
 
   const text::Tokenizer& tok_;
+  ControlTexts controls_;
   chat::Template template_;
   std::string bos_, eos_;
   std::vector<int32_t> stop_ids_;

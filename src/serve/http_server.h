@@ -33,6 +33,7 @@ struct ServerParams {
   int head_timeout_s = 10;        // a request's line and headers, in all
   int body_timeout_s = 60;        // a request's body, in all
   std::string api_key;            // empty: no key required
+  bool parse_special_in_content = false;  // typed control-token texts become tokens (role spoofing)
   std::string cors_origin;        // an origin (scheme://host[:port]) whose pages may call the API; empty: none
   std::string reasoning_effort = "high";
   model::KvType kv_type = model::KvType::F16;
@@ -42,6 +43,7 @@ struct ServerParams {
   bool draft_fixed = false;       // always draft the whole block
   std::string mmproj_path;        // a vision projector: chat messages may carry images
   int max_image_tokens = 1024;    // image tokens per image at most
+  int64_t max_image_pixels = int64_t{1} << 24;  // per image, from its header, before decoding
   std::string resample = "lanczos";
 };
 

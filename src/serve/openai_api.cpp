@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <random>
 
 #include "core/error.h"
+#include "serve/content_literals.h"
 #include "serve/data_url.h"
 
 namespace squeeze::serve {
@@ -139,9 +141,17 @@ void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) 
 
 using ImageList = std::vector<std::shared_ptr<const vision::ImageFeatures>>;
 
-// An image part's data: URL → its features (into *images when given).
+// An image part's data, with what its header says it will cost, not yet decoded.
+struct PendingImage {
+  std::vector<uint8_t> bytes;
+  std::string where;
+  int64_t tokens = 0;
+};
+using PendingImages = std::vector<PendingImage>;
+
+// An image part's data: URL, checked and sized from its header (into *pending when given).
 void take_image(const Json& part, const std::string& type, const std::string& where, const ApiContext& ctx,
-                ImageList* images) {
+                PendingImages* pending) {
   if (!ctx.images)
     throw bad(where, where + ": this server takes no images (start it with --mmproj PROJECTOR.gguf)");
   // Chat Completions: {"type": "image_url", "image_url": {"url": ...}}; also the url as a string,
@@ -154,21 +164,46 @@ void take_image(const Json& part, const std::string& type, const std::string& wh
   if (url == nullptr || !url->is_string())
     throw bad(where, where + ": an " + type + " part needs image_url.url (a data: URL)");
   std::string why;
-  const auto data = parse_data_url(url->get<std::string>(), &why);
+  auto data = parse_data_url(url->get<std::string>(), &why);
   if (!data) throw bad(where, where + ": " + why);
-  if (!images) return;
-  try {
-    images->push_back(ctx.images->get(data->bytes, where + " image", ctx.image_pool));
-  } catch (const Error& e) {
-    throw bad(where, e.what());
+  if (!pending) return;
+  // What the image will cost, from its header: a small file can declare 8192 x 8192
+  // pixels (seconds and hundreds of MB to decode and resize).
+  const auto size = vision::declared_image_size(data->bytes.data(), data->bytes.size());
+  if (!size || size->width <= 0 || size->height <= 0) throw bad(where, where + ": the image is not a PNG or JPEG");
+  if (size->width * size->height > ctx.max_image_pixels)
+    throw bad(where, where + ": an image of " + std::to_string(size->width) + " x " + std::to_string(size->height) +
+                         " pixels is past the server's limit of " + std::to_string(ctx.max_image_pixels) +
+                         " pixels (--max-image-pixels)");
+  pending->push_back({std::move(data->bytes), where, ctx.images->tokens_for(size->width, size->height)});
+}
+
+// The request's images decoded and encoded (or found in the cache), once their tokens
+// together are known to fit the context.
+void encode_images(PendingImages& pending, const ApiContext& ctx, ImageList& images) {
+  int64_t tokens = 0;
+  for (const PendingImage& p : pending) tokens += p.tokens;
+  if (tokens > ctx.n_ctx)
+    throw bad("messages", "the request's images need " + std::to_string(tokens) + " image tokens, more than the context of " +
+                              std::to_string(ctx.n_ctx) + " tokens");
+  for (PendingImage& p : pending) {
+    try {
+      images.push_back(ctx.images->get(p.bytes, p.where + " image", ctx.image_pool));
+    } catch (const Error& e) {
+      throw bad(p.where, e.what());
+    }
   }
 }
 
 // A message's content as the template reads it: a string, or (with images) parts of
 // {"type": "text", "text"} and {"type": "image"} in their order.
-Json template_content(const Json& content, const std::string& where, const ApiContext& ctx, ImageList* images) {
+Json template_content(const Json& content, const std::string& where, const ApiContext& ctx, PendingImages* images,
+                      ContentLiterals* literals) {
+  const auto text_of = [&](const Json& s) {
+    return literals ? literals->protect(s.get<std::string>()) : s.get<std::string>();
+  };
   if (content.is_null()) return std::string();
-  if (content.is_string()) return content.get<std::string>();
+  if (content.is_string()) return text_of(content);
   if (!content.is_array()) throw bad(where, where + ": content must be a string or a list of parts");
   std::string text;
   Json parts = Json::array();
@@ -179,8 +214,9 @@ Json template_content(const Json& content, const std::string& where, const ApiCo
     const std::string type = part["type"].get<std::string>();
     if (type == "text") {
       if (!part.contains("text") || !part["text"].is_string()) throw bad(where, where + ": a text part needs 'text'");
-      text += part["text"].get<std::string>();
-      parts.push_back({{"type", "text"}, {"text", part["text"]}});
+      const std::string t = text_of(part["text"]);
+      text += t;
+      parts.push_back({{"type", "text"}, {"text", t}});
     } else if (type == "image_url" || type == "input_image" || type == "image") {
       take_image(part, type, where, ctx, images);
       parts.push_back({{"type", "image"}});
@@ -194,7 +230,9 @@ Json template_content(const Json& content, const std::string& where, const ApiCo
 
 // OpenAI messages → what the template reads: content flattened to text, tool-call
 // arguments (JSON strings on the wire) decoded to objects, reasoning_content kept.
-Json template_messages(const Json& body, const ApiContext& ctx, ImageList* images) {
+// Content of user, tool and assistant messages goes through `literals` (when given): the
+// control-token texts it spells stay text. System messages are the operator's.
+Json template_messages(const Json& body, const ApiContext& ctx, PendingImages* images, ContentLiterals* literals) {
   if (!body.contains("messages")) throw bad("messages", "'messages' is required");
   const Json& in = body["messages"];
   if (!in.is_array() || in.empty()) throw bad("messages", "'messages' must be a non-empty list");
@@ -207,9 +245,11 @@ Json template_messages(const Json& body, const ApiContext& ctx, ImageList* image
     if (role == "developer") role = "system";
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       throw bad(where, where + ": unknown role '" + role + "'");
-    Json t = {{"role", role}, {"content", template_content(m.contains("content") ? m["content"] : Json(), where, ctx, images)}};
+    ContentLiterals* lit = role == "system" ? nullptr : literals;
+    Json t = {{"role", role}, {"content", template_content(m.contains("content") ? m["content"] : Json(), where, ctx, images, lit)}};
     if (role == "assistant") {
-      if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) t["reasoning_content"] = m["reasoning_content"];
+      if (m.contains("reasoning_content") && m["reasoning_content"].is_string())
+        t["reasoning_content"] = lit ? lit->protect(m["reasoning_content"].get<std::string>()) : m["reasoning_content"].get<std::string>();
       if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
         if (!m["tool_calls"].is_array()) throw bad(where, where + ": 'tool_calls' must be a list");
         Json calls = Json::array();
@@ -280,9 +320,14 @@ std::string reasoning_level(const Json& body, const ApiContext& ctx) {
   return *level;
 }
 
-std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* has_tools, ImageList* images) {
+std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* has_tools, ImageList* images,
+                               std::vector<std::pair<size_t, size_t>>* literal_ranges) {
   if (!ctx.chat) throw ApiError(400, "this model has no chat template (tokenizer.chat_template); use /v1/completions");
-  const Json messages = template_messages(body, ctx, images);
+  PendingImages pending;
+  std::optional<ContentLiterals> literals;
+  if (!ctx.parse_special_in_content) literals.emplace(ctx.chat->control_texts());
+  const Json messages = template_messages(body, ctx, images ? &pending : nullptr, literals ? &*literals : nullptr);
+  if (images) encode_images(pending, ctx, *images);
   Json tools = nullptr;
   std::string choice = "auto";
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
@@ -311,11 +356,13 @@ std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* ha
   if (has_tools) *has_tools = !tools.is_null();
   const std::string effort = reasoning_level(body, ctx);
   const Json extra = {{"reasoning_strength", effort}, {"reasoning_effort", effort}};
+  std::string rendered;
   try {
-    return ctx.chat->render(messages, true, tools, extra);
+    rendered = ctx.chat->render(messages, true, tools, extra);
   } catch (const std::exception& e) {
     throw bad("messages", std::string("the chat template refused the messages: ") + e.what());
   }
+  return literals ? literals->restore(rendered, literal_ranges) : rendered;
 }
 
 PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
@@ -323,8 +370,9 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
   r.endpoint = Endpoint::chat;
   bool has_tools = false;
   ImageList images;
-  r.prompt_text = render_chat_prompt(body, ctx, &has_tools, &images);
-  r.gen.prompt = ctx.chat->tokenize(r.prompt_text);
+  std::vector<std::pair<size_t, size_t>> literal_ranges;
+  r.prompt_text = render_chat_prompt(body, ctx, &has_tools, &images, &literal_ranges);
+  r.gen.prompt = ctx.chat->tokenize(r.prompt_text, std::move(literal_ranges));
   if (ctx.images) {
     vision::PromptRows rows;
     try {

@@ -55,6 +55,10 @@ struct ApiContext {
   vision::FeatureCache* images = nullptr;
   vision::ImageTokenIds image_tokens;
   ThreadPool* image_pool = nullptr;
+  int64_t max_image_pixels = int64_t{1} << 24;  // per image, checked from its header before decoding
+  // Message content tokenized as transformers and llama-server do: a control-token text
+  // typed in it becomes the control token (role spoofing; --parse-special-in-content).
+  bool parse_special_in_content = false;
   // Limits on JSON the request carries inside strings (tool-call arguments), as on the body.
   JsonLimits json_limits;
 };
@@ -78,8 +82,11 @@ PreparedRequest prepare_completion(const chat::Json& body, const ApiContext& ctx
 // gives it, for /apply-template and prepare_chat.
 // Image parts render as the template's placeholder; their features are appended to
 // `images` when given (decoded and encoded, or found in the cache), else not computed.
+// Control-token texts in user, tool and assistant content stay text (serve/content_literals.h)
+// unless ctx.parse_special_in_content; their byte ranges in the result go to *literal_ranges.
 std::string render_chat_prompt(const chat::Json& body, const ApiContext& ctx, bool* has_tools = nullptr,
-                               std::vector<std::shared_ptr<const vision::ImageFeatures>>* images = nullptr);
+                               std::vector<std::shared_ptr<const vision::ImageFeatures>>* images = nullptr,
+                               std::vector<std::pair<size_t, size_t>>* literal_ranges = nullptr);
 
 // Collects a request's updates into the final object, or into streaming chunks.
 class ResponseBuilder {

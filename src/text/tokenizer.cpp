@@ -329,9 +329,14 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
   for (const Piece& p : pre_tokenize(text, pre_)) encode_piece(text.substr(p.offset, p.length), out);
 }
 
-std::vector<Tokenizer::Fragment> Tokenizer::partition_special(std::string_view text, bool parse_special) const {
-  auto wanted = [&](int32_t id) {
-    return parse_special || (types_[id] != TokenType::control && types_[id] != TokenType::unknown);
+std::vector<Tokenizer::Fragment> Tokenizer::partition_special(std::string_view text, const EncodeOptions& opt) const {
+  const auto is_control = [&](int32_t id) { return types_[id] == TokenType::control || types_[id] == TokenType::unknown; };
+  auto wanted = [&](int32_t id) { return opt.parse_special || !is_control(id); };
+  // Whether [begin, end) touches a literal range (first range ending after begin).
+  const auto in_literal = [&](size_t begin, size_t end) {
+    const auto r = std::upper_bound(opt.literal_ranges.begin(), opt.literal_ranges.end(), begin,
+                                    [](size_t b, const std::pair<size_t, size_t>& x) { return b < x.second; });
+    return r != opt.literal_ranges.end() && r->first < end;
   };
   // Which special tokens occur at all (one trie walk per position).
   std::vector<int32_t> found;
@@ -359,14 +364,19 @@ std::vector<Tokenizer::Fragment> Tokenizer::partition_special(std::string_view t
         next.push_back(f);
         continue;
       }
-      size_t pos = f.offset;
+      size_t pos = f.offset, from = f.offset;
       const size_t end = f.offset + f.length;
-      while (pos < end) {
-        const size_t hit = text.substr(0, end).find(t, pos);
+      const bool literal_here = is_control(id) && !opt.literal_ranges.empty();
+      while (from < end) {
+        const size_t hit = text.substr(0, end).find(t, from);
         if (hit == std::string_view::npos) break;
+        if (literal_here && in_literal(hit, hit + t.size())) {
+          from = hit + 1;
+          continue;
+        }
         if (hit > pos) next.push_back({pos, hit - pos, -1});
         next.push_back({hit, t.size(), id});
-        pos = hit + t.size();
+        pos = from = hit + t.size();
       }
       if (pos < end) next.push_back({pos, end - pos, -1});
     }
@@ -379,7 +389,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOption
   std::vector<int32_t> out;
   if (opt.add_special && add_bos_) out.push_back(bos_);
   bool after_special = true;  // the start of the text counts as following a special token
-  for (const Fragment& f : partition_special(text, opt.parse_special)) {
+  for (const Fragment& f : partition_special(text, opt)) {
     if (f.token >= 0) {
       out.push_back(f.token);
       after_special = true;

@@ -56,6 +56,10 @@ struct TokenizerData {
 struct EncodeOptions {
   bool add_special = true;    // prepend BOS / append EOS as the data's add_* flags say
   bool parse_special = true;  // match control token texts in the input (user-defined ones always)
+  // Byte ranges [first, second) of the input where control token texts stay text even with
+  // parse_special: message content inside a rendered chat prompt, so a user who types
+  // "<|im_end|>" cannot end their turn and speak as another role. Sorted, disjoint.
+  std::span<const std::pair<size_t, size_t>> literal_ranges = {};
 };
 
 struct DecodeOptions {
@@ -107,7 +111,7 @@ class Tokenizer {
     size_t offset, length;
     int32_t token;
   };
-  std::vector<Fragment> partition_special(std::string_view text, bool parse_special) const;
+  std::vector<Fragment> partition_special(std::string_view text, const EncodeOptions& opt) const;
   void add_special(const std::string& text, int32_t id);
   void encode_piece(std::string_view piece, std::vector<int32_t>& out) const;
   void emit_symbol(int32_t sym, std::vector<int32_t>& out) const;

@@ -182,6 +182,37 @@ Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name, con
 
 }  // namespace
 
+std::optional<ImageSize> declared_image_size(const uint8_t* data, size_t size) {
+  static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (size >= 24 && std::memcmp(data, kPng, 8) == 0 && std::memcmp(data + 12, "IHDR", 4) == 0)
+    return ImageSize{be32(data + 16), be32(data + 20)};
+  if (size < 4 || data[0] != 0xff || data[1] != 0xd8) return std::nullopt;
+  const auto be16 = [&](size_t at) { return int64_t(data[at]) << 8 | data[at + 1]; };
+  // JPEG: walk the marker segments to the first start-of-frame (SOF0..SOF15 but DHT C4,
+  // JPG C8 and DAC CC), whose payload is precision, height, width.
+  size_t at = 2;
+  while (at + 4 <= size) {
+    if (data[at] != 0xff) return std::nullopt;
+    const uint8_t marker = data[at + 1];
+    if (marker == 0xff) {  // fill byte
+      ++at;
+      continue;
+    }
+    if (marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {  // no payload
+      at += 2;
+      continue;
+    }
+    const int64_t length = be16(at + 2);
+    if (marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc) {
+      if (at + 9 > size || length < 7) return std::nullopt;
+      return ImageSize{be16(at + 7), be16(at + 5)};
+    }
+    if (marker == 0xda || marker == 0xd9 || length < 2) return std::nullopt;  // scan data before any frame
+    at += 2 + static_cast<size_t>(length);
+  }
+  return std::nullopt;
+}
+
 Image decode_image(const uint8_t* data, size_t size, const std::string& name, const ImageLimits& limits) {
   SQZ_CHECK(int64_t(size) <= limits.max_file_bytes, name, ": ", size, " bytes exceeds the limit of ",
             limits.max_file_bytes, " bytes for an image file");

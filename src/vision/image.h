@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ struct ImageLimits {
   int64_t max_pixels = int64_t(1) << 26;  // 67M: a 8192 × 8192 image, 192 MiB of RGB
   int64_t max_file_bytes = int64_t(256) << 20;
 };
+
+// The size a PNG (its IHDR) or JPEG (its first frame header) declares, read without
+// decoding anything; nullopt when the bytes hold neither. What an image will cost (its
+// pixels, its tokens) can be refused from this before decode_image spends on it.
+struct ImageSize {
+  int64_t width = 0, height = 0;
+};
+std::optional<ImageSize> declared_image_size(const uint8_t* data, size_t size);
 
 // `name` only labels errors.
 Image decode_image(const uint8_t* data, size_t size, const std::string& name, const ImageLimits& limits = {});

@@ -47,6 +47,13 @@ FeatureCache::FeatureCache(const VisionEncoder& encoder, PreprocessOptions optio
             encoder.config().merge);
 }
 
+int64_t FeatureCache::tokens_for(int64_t width, int64_t height) const {
+  const int cell = options_.patch_size * options_.merge_size;
+  const GridSize g = smart_resize(static_cast<int>(std::min<int64_t>(height, 1 << 30)),
+                                  static_cast<int>(std::min<int64_t>(width, 1 << 30)), cell, options_.max_image_tokens);
+  return int64_t(g.height / cell) * (g.width / cell);
+}
+
 std::shared_ptr<const ImageFeatures> FeatureCache::get(std::span<const uint8_t> bytes, const std::string& name,
                                                        ThreadPool* pool) {
   std::string digest = sha256_hex(bytes);

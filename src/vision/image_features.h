@@ -58,6 +58,9 @@ class FeatureCache {
                                            ThreadPool* pool = nullptr);
   std::shared_ptr<const ImageFeatures> get_file(const std::string& path, ThreadPool* pool = nullptr);
 
+  // Image tokens a width × height image becomes under options() (as preprocess sizes it).
+  int64_t tokens_for(int64_t width, int64_t height) const;
+
   const VisionEncoder& encoder() const { return encoder_; }
   const PreprocessOptions& options() const { return options_; }
   int64_t hits() const;

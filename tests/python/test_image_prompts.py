@@ -179,7 +179,11 @@ def test_agent_replay(mmproj, tmp_path):
     bad.write_text(json.dumps({"steps": [{"screenshot": "s0_rgb_noise.png"}]}))
     one_line_error(sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, bad), "action")
     bad.write_text("[1, 2")
+    one_line_error(sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, bad), "not valid JSON")
+    bad.write_text("[1, 2]")
     one_line_error(sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, bad), "not a JSON object")
+    bad.write_text('{"steps": ' + "[" * 100000 + "]" * 100000 + "}")  # used to overflow the stack
+    one_line_error(sq("agent-replay", "-m", MODEL, "--mmproj", mmproj, bad), "nested deeper than 64 levels")
 
 
 def test_prompt_image_cap(mmproj):

@@ -256,7 +256,11 @@ TEST(OpenAiRequest, ImagePartsWidenToTheImagesTokens) {
   EXPECT_EQ(param, "messages[0]");
   EXPECT_EQ(status(with({{"type", "image_url"}}), ctx), 400);
   EXPECT_EQ(param, "messages[0]");
-  // A text part spelling the placeholder cannot smuggle in an image without features.
-  EXPECT_EQ(status(with({{"type", "text"}, {"text", "<|patch|>"}}), ctx), 400);
+  // A text part spelling the placeholder cannot smuggle in an image without features: it
+  // stays text (serve/content_literals.h), or, parsed as the ecosystem does, is refused.
+  EXPECT_EQ(status(with({{"type", "text"}, {"text", "<|patch|>"}}), ctx), 200);
+  ApiContext parsing = ctx;
+  parsing.parse_special_in_content = true;
+  EXPECT_EQ(status(with({{"type", "text"}, {"text", "<|patch|>"}}), parsing), 400);
   EXPECT_EQ(param, "messages");
 }
