@@ -5,9 +5,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "core/error.h"
+#include "gguf/file_identity.h"
 
 namespace squeeze::cli {
 namespace {
@@ -173,7 +175,65 @@ bool Args::parse(int argc, char** argv) {
     else if (!s.default_value.empty())
       check_number(s, s.default_value);
   }
+  check_files();
   return true;
+}
+
+Args::~Args() = default;
+Args::Args(Args&&) noexcept = default;
+Args& Args::operator=(Args&&) noexcept = default;
+
+Args& Args::reads() {
+  SQZ_CHECK(!specs_.empty() && specs_.back().kind == Kind::text, "Args::reads: no text option declared before it");
+  specs_.back().file = Spec::File::input;
+  return *this;
+}
+
+Args& Args::writes(std::string replaces) {
+  SQZ_CHECK(!specs_.empty() && specs_.back().kind == Kind::text, "Args::writes: no text option declared before it");
+  specs_.back().file = Spec::File::output;
+  specs_.back().replaces = std::move(replaces);
+  return *this;
+}
+
+Args& Args::reads_positional(size_t index) {
+  positional_inputs_.push_back(index);
+  return *this;
+}
+
+Args& Args::writes_positional(size_t index) {
+  positional_outputs_.push_back(index);
+  return *this;
+}
+
+void Args::check_files() {
+  std::vector<std::string> inputs;
+  struct Output {
+    std::string name, path, replaces;
+  };
+  std::vector<Output> outputs;
+  for (const Spec& s : specs_) {
+    const auto it = all_values_.find(key(s));
+    if (s.file == Spec::File::none || it == all_values_.end()) continue;
+    for (const std::string& v : it->second) {
+      if (s.file == Spec::File::input) inputs.push_back(v);
+      if (s.file == Spec::File::output && !v.empty()) outputs.push_back({key(s), v, s.replaces.empty() ? "" : get(s.replaces)});
+    }
+  }
+  for (size_t i : positional_inputs_)
+    if (i < positional_.size()) inputs.push_back(positional_[i]);
+  for (size_t i : positional_outputs_)
+    if (i < positional_.size()) outputs.push_back({"argument " + std::to_string(i + 1), positional_[i], ""});
+  declared_inputs_ = std::make_unique<gguf::DeclaredInputs>(inputs);
+  // Two outputs on one path: one would silently replace the other.
+  std::error_code ec;
+  const auto normal = [&](const std::string& p) { return std::filesystem::weakly_canonical(p, ec).string(); };
+  for (size_t a = 0; a < outputs.size(); ++a)
+    for (size_t b = a + 1; b < outputs.size(); ++b)
+      if (normal(outputs[a].path) == normal(outputs[b].path))
+        fail(command_, ": ", outputs[a].name, " and ", outputs[b].name, " both name '", outputs[b].path,
+             "'; each output needs its own file");
+  for (const Output& o : outputs) gguf::check_output_path(o.path, {.replaces = o.replaces});
 }
 
 std::vector<std::string> Args::get_all(const std::string& name) const {

@@ -10,9 +10,14 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace squeeze::gguf {
+class DeclaredInputs;
+}
 
 namespace squeeze::cli {
 
@@ -55,6 +60,9 @@ inline constexpr int64_t kMaxSeed = std::numeric_limits<int64_t>::max();
 class Args {
  public:
   Args(std::string command, std::string usage_line, std::string description);
+  ~Args();
+  Args(Args&&) noexcept;
+  Args& operator=(Args&&) noexcept;
 
   // A flag with a text value: names like {"-m", "--model"}.
   Args& option(std::vector<std::string> names, std::string value_name, std::string help,
@@ -68,6 +76,18 @@ class Args {
   Args& threads_option();
   // A boolean switch.
   Args& flag(std::vector<std::string> names, std::string help);
+
+  // The option declared last names a file the command reads (reads) or writes (writes);
+  // so do positional arguments by index. parse() then refuses, before the command does any
+  // work, an output that is an input (the same file through any spelling or symlink; a
+  // folder input covers every file in it, gguf::check_output_path) and two outputs on one
+  // path; the inputs stay declared while this Args lives, so every later write (AtomicFile)
+  // is checked against them too. `replaces`: an input option this output may replace in
+  // place (the checkpoint a resumed run continues).
+  Args& reads();
+  Args& writes(std::string replaces = "");
+  Args& reads_positional(size_t index);
+  Args& writes_positional(size_t index);
 
   // Returns false when --help was given (usage already printed to stdout).
   bool parse(int argc, char** argv);
@@ -97,7 +117,10 @@ class Args {
     Kind kind = Kind::text;
     IntRange int_range;
     RealRange real_range;
+    enum class File { none, input, output } file = File::none;
+    std::string replaces;  // File::output: the input option it may replace
   };
+  void check_files();
   const Spec* find(const std::string& name) const;
   const Spec& declared(const std::string& name) const;
   std::string key(const Spec& s) const { return s.names.back(); }
@@ -108,6 +131,8 @@ class Args {
   std::map<std::string, std::string> values_;
   std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positional_;
+  std::vector<size_t> positional_inputs_, positional_outputs_;
+  std::unique_ptr<gguf::DeclaredInputs> declared_inputs_;
 };
 
 }  // namespace squeeze::cli

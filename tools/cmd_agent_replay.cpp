@@ -90,7 +90,7 @@ int run_agent_replay(int argc, char** argv) {
             "setting and eviction batch given, in one run. Per setting: tokens prefilled and wall time\n"
             "per step and in all; every setting's logits are checked against recomputing the whole\n"
             "context (bit for bit: the products run batch-invariant).");
-  args.option({"-m", "--model"}, "FILE", "GGUF model with a chat template and image tokens")
+  args.option({"-m", "--model"}, "FILE", "GGUF model with a chat template and image tokens").reads()
       .int_option({"--keep"}, "N", "screenshots kept in the context", {0, 1 << 20}, "3")
       .option({"--evict-batch"}, "B,...", "eviction batch sizes to compare (screenshots removed together)", "1")
       .option({"--reuse"}, "MODES", "reuse settings to compare: none (recompute the whole context each step),\n"
@@ -99,7 +99,7 @@ int run_agent_replay(int argc, char** argv) {
       .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
       .int_option({"--steps"}, "N", "replay only the first N steps (0: all)", {0, 1 << 20}, "0")
-      .option({"--json"}, "OUT", "write every step's numbers as JSON")
+      .option({"--json"}, "OUT", "write every step's numbers as JSON").writes()
       .threads_option();
   add_image_options(args);
   if (!args.parse(argc, argv)) return 0;
@@ -115,6 +115,11 @@ int run_agent_replay(int argc, char** argv) {
   squeeze::set_default_thread_count(args.get_int32("--threads"));
 
   Trajectory trajectory = read_trajectory(trajectory_path);
+  // The screenshots are inputs too: --json may not replace one, refused before the replay.
+  std::vector<std::string> screenshots;
+  for (const auto& step : trajectory.steps) screenshots.push_back(step.screenshot);
+  const squeeze::gguf::DeclaredInputs screenshot_inputs(screenshots);
+  if (args.has("--json")) squeeze::gguf::check_output_path(args.get("--json"));
   if (args.get_int("--steps") > 0 && size_t(args.get_int("--steps")) < trajectory.steps.size())
     trajectory.steps.resize(size_t(args.get_int("--steps")));
   const auto model = squeeze::model::Model::load(path);

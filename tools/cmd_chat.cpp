@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <list>
 #include <cstring>
 #include <cstdio>
 #include <map>
@@ -161,6 +162,7 @@ int run_chat(int argc, char** argv) {
     return rows.ids;
   };
   std::vector<std::string> pending_images;  // /image files for the next message
+  std::list<squeeze::gguf::DeclaredInputs> image_files;  // every /image file, an input from then on
   // Muse Glimmer framing: <|eom|> ends a message of the turn (the thinking), not the turn.
   std::vector<int32_t> stop_ids = format.stop_ids();
   if (reasoning.muse)
@@ -227,6 +229,7 @@ int run_chat(int argc, char** argv) {
           try {  // encoded now: a bad image is refused before the message is written
             const int64_t hits = image_inputs->cache().hits();
             const auto f = image_inputs->file(rest);
+            image_files.emplace_back(std::vector<std::string>{rest});  // /save never replaces it
             attached[rest] = f;  // attached again: the new content from here on
             pending_images.push_back(rest);
             note("[" + describe_image(rest, *f, image_inputs->cache().hits() > hits) + "; shown with the next message]");

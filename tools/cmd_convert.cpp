@@ -22,7 +22,9 @@ int run_convert(int argc, char** argv) {
               "auto (BF16 for a BF16 checkpoint, else F16), F32, F16, BF16, Q8_0, ... or a quantize preset\n"
               "(Q4_K_M, ...); norms stay F32; rows a type's block does not divide fall back (reported)",
               "auto")
-      .flag({"--quiet"}, "no progress bar");
+      .flag({"--quiet"}, "no progress bar")
+      .reads_positional(0)    // the folder: none of its files may be replaced
+      .writes_positional(1);
   if (!args.parse(argc, argv)) return 0;
   const std::string& dir = args.positional_at(0, "HF_DIR");
   const std::string& out = args.positional_at(1, "OUT.gguf");

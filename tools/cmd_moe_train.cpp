@@ -59,8 +59,8 @@ int run_moe_train(int argc, char** argv) {
               "across ranks. In-process ranks (--transport inproc -r R) or one MPI rank per process\n"
               "(mpirun -np R squeeze moe-train --transport mpi-shm|mpi-rma). Prints the loss per step and\n"
               "tokens/s per rank; the same seed gives the same data and initial weights for any R.");
-  a.option({"--data"}, "FILE", "training text")
-      .option({"--tokenizer"}, "GGUF", "take the tokenizer (and vocabulary size) from this model")
+  a.option({"--data"}, "FILE", "training text").reads()
+      .option({"--tokenizer"}, "GGUF", "take the tokenizer (and vocabulary size) from this model").reads()
       .option({"--transport"}, "NAME", "inproc | mpi-shm | mpi-rma (under mpirun)", "inproc")
       .int_option({"-r", "--ranks"}, "R", "in-process ranks", {1, 64}, "2")
       .option({"--style"}, "NAME", "MoE layer: pull-fused | pull | push | push-private | alltoallv (MPI)", "pull-fused")
@@ -76,8 +76,8 @@ int run_moe_train(int argc, char** argv) {
       .int_option({"--warmup"}, "N", "learning-rate warm-up steps", {0, 1000000}, "10")
       .int_option({"--seed"}, "N", "weights and data", {0, 1LL << 62}, "1")
       .int_option({"--print-every"}, "N", "print the loss every N steps", {1, 1000000}, "10")
-      .option({"--loss-csv"}, "FILE", "write step,loss,seconds (rank 0)")
-      .option({"--plot"}, "FILE", "write the loss curve as a PNG (rank 0)")
+      .option({"--loss-csv"}, "FILE", "write step,loss,seconds (rank 0)").writes()
+      .option({"--plot"}, "FILE", "write the loss curve as a PNG (rank 0)").writes()
       .option({"--link"}, "MODEL", "none | nvlink | ib (mok/link_model.h)", "none")
       .real_option({"--link-latency-us"}, "A", "the link model's one-way latency α (µs)", {.min = 0, .max = 1e6})
       .real_option({"--link-gbps"}, "B", "the link model's bandwidth β per peer (GB/s)",

@@ -97,7 +97,7 @@ int run(int argc, char** argv, bool distill) {
                            "--resume continues a run from a checkpoint written by --checkpoint (same data and\n"
                            "options): the result is bit-identical to an uninterrupted run.");
   if (distill) {
-    args.option({"--teacher"}, "FILE", "teacher GGUF (frozen; its tokenizer is used)")
+    args.option({"--teacher"}, "FILE", "teacher GGUF (frozen; its tokenizer is used)").reads()
         .option({"--loss"}, "KIND", "kl (forward KL(teacher||student)) or reverse-kl (default: kl; on-policy: reverse-kl)")
         .real_option({"--temperature"}, "T", "distillation temperature (default: 2; on-policy: 1)",
                      {.min = 0, .max = 1000, .min_open = true})
@@ -106,20 +106,21 @@ int run(int argc, char** argv, bool distill) {
                                              "only on windows it lacks and appending them (created when absent)")
         .real_option({"--hard-label-weight"}, "A", "mix (1-A)*KL + A*cross-entropy on the data's next tokens",
                      {.min = 0, .max = 1}, "0")
-        .option({"--init"}, "FILE", "start the student from this GGUF (its shape; default: fresh weights)")
+        .option({"--init"}, "FILE", "start the student from this GGUF (its shape; default: fresh weights)").reads()
         .flag({"--on-policy"}, "on-policy distillation: train on the student's own continuations of --data prompts")
         .int_option({"--prompt-len"}, "N", "on-policy: prompt tokens per sequence (the rest of --seq-len is sampled)",
                     {1, cli::kMaxTokens}, "32")
         .real_option({"--sample-temperature"}, "T", "on-policy: the student's sampling temperature", {.min = 0}, "1");
   }
   cli::add_config_options(args, "glimmer-tiny");  // distill: the student's shape (vocabulary: the teacher's)
-  args.option({"--data"}, "FILE", "training text (UTF-8)")
+  args.option({"--data"}, "FILE", "training text (UTF-8)").reads()
       .int_option({"--steps"}, "N", "optimiser steps", {1, int64_t{1} << 40}, "100")
-      .option({"-o", "--out"}, "FILE", "output GGUF (F32 weights)")
-      .option({"--resume"}, "CKPT", "resume from this checkpoint")
+      .option({"-o", "--out"}, "FILE", "output GGUF (F32 weights)").writes()
+      .option({"--resume"}, "CKPT", "resume from this checkpoint").reads()
       .option({"--checkpoint"}, "FILE", "checkpoint path (written every --checkpoint-every steps and at the end)")
+      .writes("--resume")
       .int_option({"--checkpoint-every"}, "N", "steps between checkpoints (0: at the end)", {0, int64_t{1} << 40}, "0")
-      .option({"--tokenizer"}, "GGUF", "take the tokenizer from this model instead of learning one")
+      .option({"--tokenizer"}, "GGUF", "take the tokenizer from this model instead of learning one").reads()
       .int_option({"--tokenizer-sample"}, "BYTES", "learn the tokenizer from the first BYTES of the data",
                   {1, int64_t{1} << 40}, "1000000")
       .int_option({"--batch"}, "N", "sequences per micro-batch", {1, cli::kMaxBatch}, "8")
@@ -133,15 +134,16 @@ int run(int argc, char** argv, bool distill) {
       .int_option({"--eval-every"}, "N", "steps between validation losses (0: at the end)", {0, int64_t{1} << 40}, "0")
       .int_option({"--eval-sequences"}, "N", "validation sequences per evaluation", {1, cli::kMaxBatch}, "16")
       .option({"--order"}, "ORDER", "shuffled (windows in a new random order each epoch) or sequential", "shuffled")
-      .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)")
+      .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)").reads()
       .flag({"--parse-special"}, "special token texts in the data (e.g. <|start|>) are their tokens, not plain text\n"
                                  "(chat-formatted training data)")
       .real_option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data",
                    {.min = 0, .max = 1, .max_open = true}, "0.05")
-      .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step")
-      .option({"--plot"}, "FILE.png", "draw the loss curve (training and validation) at the end")
+      .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step").writes()
+      .option({"--plot"}, "FILE.png", "draw the loss curve (training and validation) at the end").writes()
       .option({"--name"}, "TEXT", "general.name of the output (default: the config's name, command and seed)")
       .option({"--chat-template"}, "FILE", "a Jinja chat template to store in the exported model (tokenizer.chat_template)")
+      .reads()
       .option({"--specials"}, "muse-glimmer",
               "name the vocabulary's 8 special tokens as Muse Glimmer's (<|begin_of_text|> <|eot|> <|eom|> <|start|>\n"
               "<|message|> <|image_start|> <|image_end|> <|mask|>) and append <|patch|> to the exported model")
@@ -157,15 +159,8 @@ int run(int argc, char** argv, bool distill) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   SQZ_CHECK(!args.get("--data").empty(), "missing --data FILE.txt");
   SQZ_CHECK(!args.get("--out").empty(), "missing --out MODEL.gguf");
-  // Every file read, so that no output replaces one; then every output, before the
-  // training rather than after it. --checkpoint may be the --resume checkpoint: that is
-  // the documented in-place update (atomic, so the old checkpoint stays whole until then).
-  const gguf::DeclaredInputs inputs({args.get("--data"), args.get("--val-data"), args.get("--tokenizer"),
-                                     args.get("--resume"), distill ? args.get("--teacher") : "",
-                                     distill ? args.get("--init") : ""});
-  for (const char* output : {"--out", "--loss-csv", "--plot"})
-    if (args.has(output)) gguf::check_output_path(args.get(output));
-  if (args.has("--checkpoint")) gguf::check_output_path(args.get("--checkpoint"), {.replaces = args.get("--resume")});
+  // parse() has refused any output that is an input (--checkpoint may be the --resume
+  // checkpoint: the documented in-place update, atomic) and two outputs on one path.
   set_default_thread_count(args.get_int32("--threads"));
   const auto seed = static_cast<uint64_t>(args.get_int("--seed"));
   const double val_fraction = args.get_double("--val-fraction");

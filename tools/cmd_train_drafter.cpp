@@ -32,12 +32,12 @@ int run_train_drafter(int argc, char** argv) {
                  "Train a DFlash drafter for a target model on the target's own continuations of the prompts.\n"
                  "The last --val prompts are held out: validation loss and the acceptance estimate (mean run of\n"
                  "drafts equal to the target's tokens + 1, i.e. tau) are measured on them during training.");
-  args.option({"--target"}, "FILE", "the target GGUF model")
-      .option({"--prompts"}, "FILE", "prompts, one per line")
+  args.option({"--target"}, "FILE", "the target GGUF model").reads()
+      .option({"--prompts"}, "FILE", "prompts, one per line").reads()
       .flag({"--chat"}, "wrap each prompt as a user message in the target's chat template (continuations end at end of turn)")
       .option({"--data"}, "DIR", "where the generated continuations and taps are stored (reused when present)")
-      .option({"-o", "--out"}, "FILE", "the drafter GGUF to write")
-      .option({"--init"}, "FILE", "start from this drafter instead of random weights")
+      .option({"-o", "--out"}, "FILE", "the drafter GGUF to write").writes()
+      .option({"--init"}, "FILE", "start from this drafter instead of random weights").reads()
       .int_option({"--init-layers"}, "FIRST",
                   "start draft layer i as a copy of the target's layer FIRST + i, fc passing the last tap (-1: random)",
                   {-1, 1 << 20}, "-1")
@@ -54,12 +54,13 @@ int run_train_drafter(int argc, char** argv) {
       .real_option({"--gamma"}, "X", "loss weight decay over block positions, exp(-(k-1)/gamma)", {.min = 0, .min_open = true}, "7")
       .int_option({"--val-every"}, "N", "steps between validations (0: at the end)", {0, 1 << 30}, "100")
       .option({"--checkpoint"}, "FILE", "checkpoint file (written every --checkpoint-every steps and at the end)")
+      .writes("--resume")
       .int_option({"--checkpoint-every"}, "N", "steps between checkpoints", {0, 1 << 30}, "200")
-      .option({"--resume"}, "FILE", "resume from this checkpoint (same --steps)")
+      .option({"--resume"}, "FILE", "resume from this checkpoint (same --steps)").reads()
       .int_option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)", {0, 1 << 30}, "0")
       .flag({"--no-progress"}, "no progress bar")
-      .option({"--loss-csv"}, "FILE", "step, loss, lr, validation loss and tau, seconds")
-      .option({"--plot"}, "FILE", "the loss curve as a PNG")
+      .option({"--loss-csv"}, "FILE", "step, loss, lr, validation loss and tau, seconds").writes()
+      .option({"--plot"}, "FILE", "the loss curve as a PNG").writes()
       .option({"--type"}, "TYPE", "matrix type of --out: F32, F16, BF16 or Q8_0", "F32")
       .int_option({"--seed"}, "N", "seed of the weights, anchors and sampled continuations", {0, cli::kMaxSeed}, "1")
       .threads_option();

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <iterator>
+#include <mutex>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -29,6 +32,55 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// Temporaries in flight, for the SIGINT / SIGTERM handler to remove (a killed convert used
+// to leave ~200 MB hidden files). Fixed slots with their own path buffers: the handler may
+// only read memory that no other thread frees under it.
+struct TempSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 live
+  char path[4096] = {};
+};
+TempSlot g_temps[64];
+
+void remove_temporaries_and_die(int sig) {
+  for (TempSlot& s : g_temps)
+    if (s.state.load() == 2) ::unlink(s.path);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Installed once, and only over the default action: a command with its own handler (chat's
+// SIGINT stops an answer) or one that waits for signals (serve) keeps its own.
+void install_cleanup_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int sig : {SIGINT, SIGTERM}) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+      struct sigaction sa {};
+      sa.sa_handler = remove_temporaries_and_die;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(sig, &sa, nullptr);
+    }
+  });
+}
+
+int claim_temp_slot(const std::string& path) {
+  install_cleanup_handlers();
+  if (path.size() >= sizeof(TempSlot::path)) return -1;
+  for (int i = 0; i < static_cast<int>(std::size(g_temps)); ++i) {
+    int expected = 0;
+    if (!g_temps[i].state.compare_exchange_strong(expected, 1)) continue;
+    std::memcpy(g_temps[i].path, path.c_str(), path.size() + 1);
+    g_temps[i].state.store(2);
+    return i;
+  }
+  return -1;  // more than 64 at once: this one is not removed on a signal
+}
+
+void release_temp_slot(int slot) {
+  if (slot >= 0) g_temps[slot].state.store(0);
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(std::string target, const OutputPolicy& policy) : target_(std::move(target)) {
@@ -47,12 +99,14 @@ AtomicFile::AtomicFile(std::string target, const OutputPolicy& policy) : target_
     if (fd_ < 0 && errno != EEXIST) fail("cannot create '", temp_, "': ", std::strerror(errno));
   }
   SQZ_CHECK(fd_ >= 0, "cannot create a temporary file next to '", target_, "'");
+  temp_slot_ = claim_temp_slot(temp_);
   buffer_.reserve(kBufferBytes);
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_) ::unlink(temp_.c_str());
+  release_temp_slot(temp_slot_);
 }
 
 void AtomicFile::write_all(const uint8_t* p, size_t n) {
@@ -103,6 +157,8 @@ void AtomicFile::commit() {
   if (::rename(temp_.c_str(), target_.c_str()) != 0)
     fail("cannot rename '", temp_, "' to '", target_, "': ", std::strerror(errno));
   committed_ = true;
+  release_temp_slot(temp_slot_);
+  temp_slot_ = -1;
   // Persist the directory entry too; failure here cannot be undone, so it is not an error.
   const int dir = ::open(parent_dir(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {

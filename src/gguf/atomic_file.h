@@ -3,7 +3,8 @@
 //
 // The temporary lives in the target's directory (rename must not cross file systems)
 // under a hidden unique name. commit() flushes, fsyncs, renames and fsyncs the
-// directory; destroying an uncommitted AtomicFile removes the temporary.
+// directory; destroying an uncommitted AtomicFile removes the temporary, and so does a
+// SIGINT or SIGTERM (where the command keeps the default action for them).
 //
 // This is the one way squeeze writes a file (models, reports, JSON, CSV, .npy, plots,
 // checkpoints): the constructor refuses a target that is one of the command's inputs
@@ -45,6 +46,7 @@ class AtomicFile {
   std::string temp_;
   int fd_ = -1;
   bool committed_ = false;
+  int temp_slot_ = -1;  // where a SIGINT / SIGTERM handler finds the temporary to remove
   uint64_t written_ = 0;
   std::vector<uint8_t> buffer_;
 };

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -92,9 +93,19 @@ void check_output_path(const std::string& path, const OutputPolicy& policy) {
     std::lock_guard lock(r.mutex);
     inputs.insert(inputs.end(), r.declared.begin(), r.declared.end());
   }
-  for (const std::string& in : inputs)
-    if (!in.empty() && file_identity(in) == target)
-      fail("refusing to overwrite '", path, "': it is the input file '", in, "'");
+  std::error_code ec;
+  const std::filesystem::path resolved = std::filesystem::canonical(path, ec);
+  for (const std::string& in : inputs) {
+    if (in.empty()) continue;
+    if (file_identity(in) == target) fail("refusing to overwrite '", path, "': it is the input file '", in, "'");
+    // A folder input (a Hugging Face checkpoint) covers the files in it: its config.json,
+    // tokenizer files, index and shards are read, and none may be replaced.
+    if (std::filesystem::is_directory(in, ec) && !resolved.empty()) {
+      const std::filesystem::path dir = std::filesystem::canonical(in, ec);
+      if (!ec && std::mismatch(dir.begin(), dir.end(), resolved.begin(), resolved.end()).first == dir.end())
+        fail("refusing to overwrite '", path, "': it is a file of the input folder '", in, "'");
+    }
+  }
   if (is_open_for_reading(*target))
     fail("refusing to overwrite '", path, "': it is a GGUF file currently open for reading");
 }

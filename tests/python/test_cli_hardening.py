@@ -285,3 +285,69 @@ def test_distill_teacher_cache_refuses_inputs(tmp_path):
                 "--steps", 1, "--batch", 2, "--seq-len", 16, "--topk", 4, "--teacher-cache", cache,
                 "--no-progress", "-t", 1, "--out", tmp_path / "s.gguf")
         refused(r, cache, before)
+
+
+# ---------------------------------------------------------------------------------------
+# 3. one output mechanism (tools/args.h reads / writes): the cases the reliability review
+#    found overwritten with exit 0
+
+def test_train_refuses_its_chat_template_and_two_outputs_on_one_path(tmp_path):
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    before = template.read_bytes()
+    refused(train(tmp_path, "--chat-template", template, "--out", template), template, before)
+    r = train(tmp_path, "--out", tmp_path / "m.gguf", "--plot", tmp_path / "m.gguf")
+    assert_one_line_error(r, "both name")
+    assert not (tmp_path / "m.gguf").exists()
+
+
+def test_moe_train_loss_csv_refuses_the_data(tmp_path):
+    data = tmp_path / "data.txt"
+    data.write_text(TEXT * 20)
+    before = data.read_bytes()
+    r = run("moe-train", "--data", data, "--steps", 1, "--loss-csv", data)
+    refused(r, data, before)
+
+
+def test_train_drafter_refuses_init_and_resume_as_outputs(model, tmp_path):
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("Hello\nWorld\n" * 20)
+    init = tmp_path / "init.gguf"
+    init.write_bytes(b"GGUF-not-really")
+    before = init.read_bytes()
+    for opt in ("--init", "--resume"):
+        r = run("train-drafter", "--target", model, "--prompts", prompts, "--data", tmp_path / "d", opt, init, "-o", init)
+        refused(r, init, before)
+
+
+def test_convert_refuses_the_files_of_its_input_folder(tmp_path):
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json",
+                 "model.safetensors.index.json"):
+        (hf / name).write_text('{"x": 1}')
+        before = (hf / name).read_bytes()
+        refused(run("convert", hf, hf / name), hf / name, before)
+
+
+def test_a_killed_write_leaves_no_temporary(model, tmp_path):
+    # SIGTERM while quantize writes: the hidden .tmp file used to stay behind.
+    big = tmp_path / "big.gguf"
+    r = run("make-model", "--config", "glimmer-tiny", "--layers", "24", "--embd", "512", "-o", big)
+    if r.returncode != 0:
+        r = run("make-model", "--config", "glimmer-tiny", "--layers", "24", "-o", big)
+    assert r.returncode == 0, r.stderr
+    for attempt in range(5):
+        out = tmp_path / f"out{attempt}.gguf"
+        p = subprocess.Popen([SQ, "quantize", str(big), str(out), "Q8_0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.time()
+        while p.poll() is None and not list(tmp_path.glob(f".out{attempt}.gguf.tmp-*")) and time.time() - t0 < 30:
+            time.sleep(0.001)
+        if p.poll() is not None:
+            continue  # finished before we saw its temporary: try again
+        p.terminate()
+        assert p.wait(30) == -15
+        assert not list(tmp_path.glob(".*.tmp-*")), list(tmp_path.iterdir())
+        assert not out.exists()
+        return
+    pytest.skip("quantize always finished before its temporary could be seen")

@@ -2,7 +2,11 @@
 // whole-string parses only, ranges enforced, no silent narrowing, ranges in --help.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -120,3 +124,40 @@ TEST(ArgsIntList, ParsesCommaSeparatedIntegersInRange) {
   for (const char* bad : {"", "1,", ",1", "1,,2", "1, 2", "11", "-1", "1.5", "a"})
     EXPECT_THROW(parse_int_list("--x", bad, {0, 10}), std::exception) << bad;
 }
+
+namespace squeeze::cli {
+namespace {
+
+// Files the command reads and writes: refused up front, whatever the spelling.
+TEST(ArgsFiles, AnOutputMayNotBeAnInputOrAnotherOutput) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("sqz_args_files_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "hf");
+  for (const char* f : {"data.txt", "hf/config.json", "ckpt.gguf"}) std::ofstream(dir / f) << "x";
+  const auto args = [] {
+    Args a("t", "t", "t");
+    a.option({"--data"}, "FILE", "in").reads().option({"--resume"}, "C", "in").reads()
+        .option({"-o", "--out"}, "FILE", "out").writes().option({"--plot"}, "FILE", "out").writes()
+        .option({"--checkpoint"}, "FILE", "out").writes("--resume").reads_positional(0);
+    return a;
+  };
+  const auto parse = [&](std::vector<std::string> argv) {
+    return thrown_message([&] {
+      Args a = args();
+      Argv v(argv);
+      a.parse(v.argc(), v.argv());
+    });
+  };
+  const std::string d = dir.string();
+  EXPECT_NE(parse({"--data", d + "/data.txt", "-o", d + "/./data.txt"}).find("input file"), std::string::npos);
+  EXPECT_NE(parse({"-o", d + "/x.gguf", "--plot", d + "/x.gguf"}).find("both name"), std::string::npos);
+  EXPECT_NE(parse({"-o", d + "/new.gguf", "--plot", d + "/sub/../new.gguf"}).find("both name"), std::string::npos);
+  EXPECT_NE(parse({d + "/hf", "-o", d + "/hf/config.json"}).find("input folder"), std::string::npos);
+  EXPECT_EQ(parse({d + "/hf", "-o", d + "/hf/model.gguf"}), "(no error)");  // a new file in the folder is fine
+  EXPECT_NE(parse({"--resume", d + "/ckpt.gguf", "-o", d + "/ckpt.gguf"}).find("input file"), std::string::npos);
+  // The documented in-place update: a resumed checkpoint rewritten by --checkpoint.
+  EXPECT_EQ(parse({"--resume", d + "/ckpt.gguf", "--checkpoint", d + "/ckpt.gguf"}), "(no error)");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace squeeze::cli
