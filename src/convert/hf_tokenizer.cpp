@@ -7,6 +7,7 @@
 #include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "text/normalizer.h"
 #include "text/pretokenize.h"
 
 namespace squeeze::convert {
@@ -84,6 +85,40 @@ std::optional<std::string> token_text(const json& cfg, const char* key) {
   return std::nullopt;
 }
 
+// tokenizer.json's normalizer as squeeze's steps (text/normalizer.h); what squeeze cannot
+// run is refused, never dropped: the ids would differ from Hugging Face's.
+void add_normalizer_steps(const json& n, const std::string& where, std::vector<std::string>& out, int depth) {
+  if (n.is_null()) return;
+  if (!n.is_object() || !n.contains("type") || !n["type"].is_string() || depth > 8)
+    fail(where, ": a normalizer must be an object with a \"type\"");
+  const std::string type = n["type"].get<std::string>();
+  if (type == "Sequence") {
+    if (!n.contains("normalizers") || !n["normalizers"].is_array()) fail(where, ": a Sequence normalizer needs \"normalizers\"");
+    for (const json& s : n["normalizers"]) add_normalizer_steps(s, where, out, depth + 1);
+  } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD" || type == "Lowercase") {
+    out.push_back(type);
+  } else if (type == "Strip") {
+    out.push_back(std::string("Strip ") + (n.value("strip_left", true) ? "1" : "0") + " " + (n.value("strip_right", true) ? "1" : "0"));
+  } else if (type == "Replace") {
+    const json& p = n.value("pattern", json());
+    if (!p.is_object() || !p.contains("String") || !p["String"].is_string() || !n.value("content", json()).is_string())
+      fail(where, ": a Replace normalizer with a regex pattern is not supported (only a plain string)");
+    out.push_back(text::Normalizer::replace_step(p["String"].get<std::string>(), n["content"].get<std::string>()));
+  } else if (type == "Prepend") {
+    if (!n.value("prepend", json()).is_string()) fail(where, ": a Prepend normalizer needs a string \"prepend\"");
+    out.push_back(text::Normalizer::prepend_step(n["prepend"].get<std::string>()));
+  } else {
+    fail(where, ": the tokenizer's normalizer '", type,
+         "' is not supported (squeeze runs NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, Prepend and Sequence)");
+  }
+}
+
+std::vector<std::string> normalizer_steps(const json& n, const std::string& where) {
+  std::vector<std::string> out;
+  add_normalizer_steps(n, where, out, 0);
+  return out;
+}
+
 }  // namespace
 
 std::optional<HfTokenizer> read_hf_tokenizer(const std::string& dir, const json& config, int64_t n_vocab) {
@@ -104,6 +139,7 @@ std::optional<HfTokenizer> read_hf_tokenizer(const std::string& dir, const json&
 
   HfTokenizer out;
   text::TokenizerData& t = out.data;
+  t.normalizer = normalizer_steps(tj.value("normalizer", json()), where);
   t.model = "gpt2";
   t.pre = pre_name(patterns, where);
   t.tokens.assign(static_cast<size_t>(n_vocab), std::string());

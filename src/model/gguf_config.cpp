@@ -220,6 +220,7 @@ text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m) {
   t.unk_id = id("tokenizer.ggml.unknown_token_id");
   t.add_bos = m.get_bool_or("tokenizer.ggml.add_bos_token", false);
   t.add_eos = m.get_bool_or("tokenizer.ggml.add_eos_token", false);
+  t.normalizer = m.get_string_array_opt("squeeze.tokenizer.normalizer").value_or(std::vector<std::string>{});
   return t;
 }
 
@@ -231,6 +232,7 @@ void write_tokenizer(gguf::Metadata& m, const text::TokenizerData& t) {
   if (!t.token_types.empty()) m.set("tokenizer.ggml.token_type", Value::i32_array(t.token_types));
   if (!t.scores.empty()) m.set("tokenizer.ggml.scores", Value::f32_array(t.scores));
   if (t.model == "llama") m.set("tokenizer.ggml.add_space_prefix", Value::boolean(t.add_space_prefix));
+  if (!t.normalizer.empty()) m.set("squeeze.tokenizer.normalizer", Value::string_array(t.normalizer));
   auto set_id = [&](const char* k, int32_t v) {
     if (v >= 0) m.set(k, Value::u32(static_cast<uint32_t>(v)));
   };

@@ -137,6 +137,7 @@ Tokenizer::Tokenizer(const TokenizerData& d)
       bos_(d.bos_id), eos_(d.eos_id), pad_(d.pad_id), unk_(d.unk_id),
       add_bos_(d.add_bos), add_eos_(d.add_eos),
       ignore_merges_(d.ignore_merges || pre_tokenizer_ignores_merges(d.pre)) {
+  normalizer_ = Normalizer(d.normalizer);
   SQZ_CHECK(d.model == "gpt2" || d.model == "llama", "tokenizer model '", d.model,
             "' is not supported (byte-level BPE 'gpt2' or SentencePiece 'llama')");
   SQZ_CHECK(!d.tokens.empty(), "tokenizer: the vocabulary is empty");
@@ -323,6 +324,11 @@ void Tokenizer::encode_text(std::string_view text, bool after_special, std::vect
   if (spm_) {
     encode_spm(text, after_special, out);
     return;
+  }
+  std::string normalized;
+  if (!normalizer_.empty()) {
+    normalized = normalizer_.apply(text);
+    text = normalized;
   }
   std::string repaired;  // invalid UTF-8 is tokenized as llama.cpp reads it (unicode.h)
   if (lenient_utf8(text, repaired)) text = repaired;

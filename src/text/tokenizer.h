@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/normalizer.h"
 #include "text/pretokenize.h"
 
 namespace squeeze::text {
@@ -51,6 +52,8 @@ struct TokenizerData {
   // When true a piece that is itself a token is emitted whole without merging
   // (llama.cpp does this for the llama-bpe pre-tokenizer; the loader sets it from `pre`).
   bool ignore_merges = false;
+  // squeeze.tokenizer.normalizer: Hugging Face normalizer steps (text/normalizer.h).
+  std::vector<std::string> normalizer = {};
 };
 
 struct EncodeOptions {
@@ -92,6 +95,7 @@ class Tokenizer {
   bool is_sentencepiece() const { return spm_; }
 
  private:
+  Normalizer normalizer_;  // before pre-tokenizing each text fragment
   struct Merge {
     int32_t rank;
     int32_t result;  // symbol id

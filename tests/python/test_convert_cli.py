@@ -311,3 +311,26 @@ def test_muse_layer_rope_theta(tmp_path):
     make_checkpoint(bad, "muse", config_edit=lambda c: c["text_config"].__setitem__("layer_rope_theta", [0, 0]))
     r = run("convert", bad, str(tmp_path / "bad.gguf"), "--quiet", ok=False)
     assert r.returncode == 1 and "layer_rope_theta[0]" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_tokenizer_normalizers_are_kept_or_refused(tmp_path):
+    # convert used to drop tokenizer.json's normalizer silently: the ids then differed from
+    # Hugging Face's on unnormalized text (decomposed accents under NFC, capitals under Lowercase).
+    d = str(tmp_path / "nfc")
+    make_checkpoint(d, "llama")
+    path = os.path.join(d, "tokenizer.json")
+    tok = json.load(open(path))
+    tok["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]}
+    json.dump(tok, open(path, "w"))
+    out = str(tmp_path / "nfc.gguf")
+    run("convert", d, out, "--quiet")
+    ids = lambda text: run("tokenize", "-m", out, "-p", text).stdout.split()
+    assert ids("Caf\u00e9") == ids("caf" + "e\u0301") == ids("caf\u00e9")
+    assert ids("THE") == ids("the")
+    for bad in ({"type": "BertNormalizer"}, {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "},
+                {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Precompiled", "precompiled_charsmap": ""}]}):
+        tok["normalizer"] = bad
+        json.dump(tok, open(path, "w"))
+        r = run("convert", d, str(tmp_path / "bad.gguf"), "--quiet", ok=False)
+        assert r.returncode != 0 and "normalizer" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not os.path.exists(tmp_path / "bad.gguf")
