@@ -6,6 +6,7 @@
 
 #include <unordered_map>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "core/error.h"
 
@@ -42,14 +43,42 @@ class Interpreter {
     throw PositionedError(o_.name + ":" + std::to_string(p.line) + ":" + std::to_string(p.col) + ": " + msg);
   }
 
+  // One step of the render's budget, the error naming `p`.
+  void step(const Pos& p) const {
+    try {
+      charge_steps(1);
+    } catch (const Error& e) {
+      error_at(p, e.what());
+    }
+  }
+
   struct Depth {
     Interpreter& in;
     Depth(Interpreter& i, const Pos& p) : in(i) {
-      if (++in.depth_ > in.limits_.max_depth) in.error_at(p, "nesting too deep (recursion?)");
-      if (++in.steps_ > in.limits_.max_steps) in.error_at(p, "template ran too long (step limit reached)");
+      if (++in.depth_ > in.limits_.max_depth) {
+        --in.depth_;
+        in.error_at(p, "nesting too deep (recursion?)");
+      }
+      try {
+        in.step(p);
+      } catch (...) {
+        --in.depth_;
+        throw;
+      }
     }
     ~Depth() { --in.depth_; }
   };
+
+  // Appends to the output (or a block's text): counted as built bytes like any string
+  // the template makes, so a macro printing a big value in a loop is bounded too.
+  static void emit(std::string& out, const std::string& text) {
+    charge_string(text.size());
+    out += text;
+  }
+  static void emit(std::string& out, const Value& v) {
+    if (v.is_string()) emit(out, v.str());  // no copy
+    else emit(out, v.to_str());
+  }
 
   // --- statements --------------------------------------------------------------
   Flow exec_body(const Body& body, std::string& out) {
@@ -74,8 +103,8 @@ class Interpreter {
 
   Flow exec_inner(const Stmt& s, std::string& out) {
     switch (s.kind) {
-      case Stmt::Kind::text: out += s.text; return Flow::normal;
-      case Stmt::Kind::output: out += eval(*s.expr).to_str(); return Flow::normal;
+      case Stmt::Kind::text: emit(out, s.text); return Flow::normal;
+      case Stmt::Kind::output: emit(out, eval(*s.expr)); return Flow::normal;
       case Stmt::Kind::if_:
         for (const auto& [cond, body] : s.branches)
           if (eval(*cond).truthy()) return exec_body(body, out);
@@ -102,7 +131,7 @@ class Interpreter {
       case Stmt::Kind::filter: {
         std::string text;
         exec_body(s.body, text);
-        out += eval_filters(*s.expr, Value(std::move(text))).to_str();
+        emit(out, eval_filters(*s.expr, Value(std::move(text))));
         return Flow::normal;
       }
       case Stmt::Kind::break_: return Flow::break_;
@@ -148,7 +177,7 @@ class Interpreter {
     }
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
-      if (++steps_ > limits_.max_steps) error_at(s.pos, "template ran too long (step limit reached)");
+      step(s.pos);
       Frame f;
       assign(s.targets, items[static_cast<size_t>(i)], f, s.pos);
       f["loop"] = Value::dict({
@@ -267,6 +296,10 @@ class Interpreter {
           const Value k = eval(*e.keys[i]);
           if (!k.is_string()) fail("dict keys must be strings here, not ", k.type_name());
           Value v = eval(*e.items[i]);
+          // The key is copied and compared with every earlier key.
+          charge_string(k.str().size());
+          charge_scan(saturating_mul(items.size(), k.str().size()));
+          charge_steps(items.size() / 8);
           bool replaced = false;
           for (auto& [key, old] : items)
             if (key == k.str()) old = v, replaced = true;
@@ -349,13 +382,13 @@ class Interpreter {
   Frame globals_, root_;
   std::vector<Frame*> scopes_;
   int depth_ = 0;
-  int64_t steps_ = 0;
 };
 
 }  // namespace
 
 std::string run_template(const Body& body, const DictItems& context, const TemplateOptions& options,
                          const RenderLimits& limits) {
+  const RenderBudget budget(limits);  // outlives the interpreter: it empties the namespaces last
   return Interpreter(context, options, limits).run(body);
 }
 

@@ -9,8 +9,10 @@
 //   std::string prompt = chat::render_chat(t, messages, true, "<s>", "</s>");
 //
 // Errors (syntax, runtime, raise_exception, limits) are one-line squeeze::Errors
-// "<name>:LINE:COL: message". Rendering is bounded: nesting depth, statements and
-// loop iterations executed, and output size, so no template can hang or crash it.
+// "<name>:LINE:COL: message". Rendering is bounded (RenderLimits): nesting depth of
+// evaluation and of values, work done (statements, iterations, and the work inside
+// filters and operators), bytes built, and output size, so no template can hang,
+// exhaust memory or overflow the stack.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +40,18 @@ struct TemplateOptions {
 
 // Upper bounds on one render; generous for real templates (thousands of steps).
 struct RenderLimits {
-  int64_t max_steps = 10'000'000;      // statements, loop iterations and calls
+  // Statements, loop iterations, calls, and the work inside filters and operators: one
+  // step per element visited and per 64 bytes read or written (chat/budget.h).
+  int64_t max_steps = 10'000'000;
   int max_depth = 400;                 // nested expression / statement / macro evaluation
   size_t max_output = size_t{1} << 26;  // 64 MiB
+  // Cumulative bytes of the strings and list / dict elements (sizeof(Value) each) the
+  // render creates, output included, counted before each is built. Real templates build
+  // a few times their output (a prompt is well under a few MB); 512 MiB still lets the
+  // quadratic `ns.s = ns.s ~ part` pattern some templates use accumulate ~0.7 MB, and
+  // building it takes about a second at worst, while a template building lists of
+  // 50 MB strings stops here instead of at the machine's memory.
+  size_t max_built_bytes = size_t{1} << 29;
 };
 
 class Template {
