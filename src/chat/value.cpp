@@ -7,43 +7,71 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chat/budget.h"
 #include "core/error.h"
 
 namespace squeeze::chat {
+namespace {
+
+[[noreturn]] void too_deep() { fail("value nested too deeply (over ", kMaxValueDepth, " levels)"); }
+
+// The depth of a container holding values of depth `inner`, refused past the limit.
+int outer_depth(int inner) {
+  if (inner + 1 > kMaxValueDepth) too_deep();
+  return inner + 1;
+}
+
+}  // namespace
+
+const std::string& Value::str() const {
+  static const std::string empty;
+  return s_ ? *s_ : empty;
+}
 
 Value Value::list(std::vector<Value> items, bool tuple) {
+  int inner = 0;
+  for (const Value& x : items) inner = std::max(inner, x.depth_);
   Value v = with(Kind::list);
+  v.depth_ = outer_depth(inner);
   v.list_ = std::make_shared<const ListData>(ListData{std::move(items), tuple});
   return v;
 }
 
 Value Value::dict(DictItems items) {
+  int inner = 0;
+  for (const auto& [k, x] : items) inner = std::max(inner, x.depth_);
   Value v = with(Kind::dict);
+  v.depth_ = outer_depth(inner);
   v.dict_ = std::make_shared<DictItems>(std::move(items));
   return v;
 }
 
 Value Value::ns(DictItems items) {
-  Value v = dict(std::move(items));
-  v.kind_ = Kind::ns;
+  Value v = with(Kind::ns);
+  v.depth_ = 1;  // see depth()
+  v.dict_ = std::make_shared<DictItems>(std::move(items));
+  keep_namespace(v.dict_);  // emptied when the render ends (chat/budget.h)
   return v;
 }
 
-Value Value::callable(std::string name, Function fn) {
+Value Value::callable(std::string name, Function fn, const Value* holds) {
   Value v = with(Kind::callable);
-  v.s_ = std::move(name);
+  v.depth_ = holds ? outer_depth(holds->depth_) : 0;
+  v.s_ = std::make_shared<const std::string>(std::move(name));
   v.fn_ = std::make_shared<const Function>(std::move(fn));
   return v;
 }
 
 const Value* Value::find(std::string_view key) const {
   if (kind_ != Kind::dict && kind_ != Kind::ns) return nullptr;
+  charge_steps(1 + dict_->size() / 8);  // a linear search: a look-up in a loop must not be free
   for (const auto& [k, v] : *dict_)
     if (k == key) return &v;
   return nullptr;
 }
 
 void Value::ns_set(const std::string& key, Value v) const {
+  charge_steps(1 + dict_->size() / 8);  // a linear search, as find()
   for (auto& [k, old] : *dict_)
     if (k == key) {
       old = std::move(v);
@@ -59,7 +87,7 @@ bool Value::truthy() const {
     case Kind::boolean:
     case Kind::integer: return i_ != 0;
     case Kind::real: return d_ != 0;
-    case Kind::string: return !s_.empty();
+    case Kind::string: return !str().empty();
     case Kind::list: return !list_->items.empty();
     case Kind::dict: return !dict_->empty();
     case Kind::ns:
@@ -120,10 +148,12 @@ std::string float_repr(double d) {
 namespace {
 
 // Python's repr(str): single quotes unless the text has ' and no ".
-std::string string_repr(const std::string& s) {
+void string_repr(std::string& out, const std::string& s) {
+  const size_t before = out.size();
+  charge_string(s.size() + 2);  // the text itself, before writing it; escapes after
   const bool dq = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
   const char q = dq ? '"' : '\'';
-  std::string out(1, q);
+  out += q;
   for (char32_t cp : utf8_decode(s)) {
     char buf[16];
     if (cp == static_cast<char32_t>(q) || cp == '\\') out += '\\', out += static_cast<char>(cp);
@@ -138,29 +168,49 @@ std::string string_repr(const std::string& s) {
     }
   }
   out += q;
-  return out;
+  charge_string(out.size() - before - std::min(out.size() - before, s.size() + 2));
+}
+
+// repr() written into `out`, `depth` containers down: each element a step, the text
+// charged as built (a list holding one 50 MB string 1000 times is not printed).
+void repr_into(std::string& out, const Value& v, int depth) {
+  if (depth > kMaxValueDepth) too_deep();
+  charge_steps(1);
+  switch (v.kind()) {
+    case Value::Kind::string: string_repr(out, v.str()); return;
+    case Value::Kind::list: {
+      const auto& items = v.items();
+      out += v.is_tuple() ? "(" : "[";
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i) out += ", ";
+        repr_into(out, items[i], depth + 1);
+      }
+      if (v.is_tuple() && items.size() == 1) out += ",";
+      out += v.is_tuple() ? ")" : "]";
+      return;
+    }
+    case Value::Kind::dict:
+    case Value::Kind::ns: {
+      out += "{";
+      for (size_t i = 0; i < v.entries().size(); ++i) {
+        if (i) out += ", ";
+        string_repr(out, v.entries()[i].first);
+        out += ": ";
+        repr_into(out, v.entries()[i].second, depth + 1);
+      }
+      out += "}";
+      return;
+    }
+    default: out += v.to_str();
+  }
 }
 
 }  // namespace
 
 std::string Value::repr() const {
-  switch (kind_) {
-    case Kind::string: return string_repr(s_);
-    case Kind::list: {
-      std::string out = list_->tuple ? "(" : "[";
-      for (size_t i = 0; i < list_->items.size(); ++i) out += (i ? ", " : "") + list_->items[i].repr();
-      if (list_->tuple && list_->items.size() == 1) out += ",";
-      return out + (list_->tuple ? ")" : "]");
-    }
-    case Kind::dict:
-    case Kind::ns: {
-      std::string out = "{";
-      for (size_t i = 0; i < dict_->size(); ++i)
-        out += (i ? ", " : "") + string_repr((*dict_)[i].first) + ": " + (*dict_)[i].second.repr();
-      return out + "}";
-    }
-    default: return to_str();
-  }
+  std::string out;
+  repr_into(out, *this, 0);
+  return out;
 }
 
 std::string Value::to_str() const {
@@ -170,17 +220,21 @@ std::string Value::to_str() const {
     case Kind::boolean: return i_ ? "True" : "False";
     case Kind::integer: return std::to_string(i_);
     case Kind::real: return float_repr(d_);
-    case Kind::string: return s_;
+    case Kind::string: return str();
     case Kind::list:
     case Kind::dict: return repr();
     case Kind::ns: return "<Namespace " + repr() + ">";
-    case Kind::callable: return "<function " + s_ + ">";
+    case Kind::callable: return "<function " + str() + ">";
   }
   return "";
 }
 
-bool equal(const Value& a, const Value& b) {
+namespace {
+
+bool equal_at(const Value& a, const Value& b, int depth) {
   using K = Value::Kind;
+  if (depth > kMaxValueDepth) too_deep();
+  charge_steps(1);
   if (a.is_number() && b.is_number()) {
     if (a.is_real() || b.is_real()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
@@ -192,11 +246,13 @@ bool equal(const Value& a, const Value& b) {
   switch (a.kind()) {
     case K::undefined:
     case K::none: return true;
-    case K::string: return a.str() == b.str();
+    case K::string:
+      charge_scan(std::min(a.str().size(), b.str().size()));
+      return a.str() == b.str();
     case K::list: {
       if (a.is_tuple() != b.is_tuple() || a.items().size() != b.items().size()) return false;
       for (size_t i = 0; i < a.items().size(); ++i)
-        if (!equal(a.items()[i], b.items()[i])) return false;
+        if (!equal_at(a.items()[i], b.items()[i], depth + 1)) return false;
       return true;
     }
     case K::dict:
@@ -204,7 +260,7 @@ bool equal(const Value& a, const Value& b) {
       if (a.entries().size() != b.entries().size()) return false;
       for (const auto& [k, v] : a.entries()) {
         const Value* o = b.find(k);
-        if (!o || !equal(v, *o)) return false;
+        if (!o || !equal_at(v, *o, depth + 1)) return false;
       }
       return true;
     }
@@ -213,7 +269,9 @@ bool equal(const Value& a, const Value& b) {
   }
 }
 
-int compare(const Value& a, const Value& b) {
+int compare_at(const Value& a, const Value& b, int depth) {
+  if (depth > kMaxValueDepth) too_deep();
+  charge_steps(1);
   if (a.is_number() && b.is_number()) {
     if (a.is_real() || b.is_real()) {
       const double x = a.as_double(), y = b.as_double();
@@ -222,6 +280,7 @@ int compare(const Value& a, const Value& b) {
     return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
   }
   if (a.is_string() && b.is_string()) {
+    charge_scan(std::min(a.str().size(), b.str().size()));
     const int c = a.str().compare(b.str());  // UTF-8 byte order is code point order
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
@@ -229,17 +288,25 @@ int compare(const Value& a, const Value& b) {
     const auto& x = a.items();
     const auto& y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (equal(x[i], y[i])) continue;
-      return compare(x[i], y[i]);
+      if (equal_at(x[i], y[i], depth + 1)) continue;
+      return compare_at(x[i], y[i], depth + 1);
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
   }
   fail("'<' not supported between instances of '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
+}  // namespace
+
+bool equal(const Value& a, const Value& b) { return equal_at(a, b, 0); }
+
+int compare(const Value& a, const Value& b) { return compare_at(a, b, 0); }
+
 namespace {
 
 void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
+  const size_t before = out.size();
+  charge_string(s.size() + 2);  // the text itself, before writing it; escapes after
   out += '"';
   char buf[16];
   for (char32_t cp : utf8_decode(s)) {
@@ -267,11 +334,17 @@ void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
     }
   }
   out += '"';
+  charge_string(out.size() - before - std::min(out.size() - before, s.size() + 2));
 }
 
 void json_value(std::string& out, const Value& v, const JsonOptions& o, int depth) {
-  if (depth > 256) fail("tojson: nesting deeper than 256");
+  if (depth > kMaxValueDepth) too_deep();
+  charge_steps(1);
   const std::string item_sep = o.item_separator ? *o.item_separator : (o.indent >= 0 ? "," : ", ");
+  // What may precede this value in its container (separators and indentation), charged
+  // here once per element: small, but not for separators=(big, big) or a deep indent.
+  charge_string(item_sep.size() + o.key_separator.size() + 2 +
+                (o.indent > 0 ? static_cast<size_t>(o.indent) * static_cast<size_t>(depth + 1) : 0));
   auto newline = [&](int level) {
     if (o.indent < 0) return;
     out += '\n';
@@ -337,7 +410,10 @@ std::string to_json(const Value& v, const JsonOptions& options) {
   return out;
 }
 
-Value from_json(const Json& j) {
+namespace {
+
+Value from_json_at(const Json& j, int depth) {
+  if (depth > kMaxValueDepth) fail("the context is nested deeper than ", kMaxValueDepth, " levels");
   switch (j.type()) {
     case Json::value_t::null: return Value::none();
     case Json::value_t::boolean: return Value(j.get<bool>());
@@ -352,17 +428,21 @@ Value from_json(const Json& j) {
     case Json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(from_json(e));
+      for (const auto& e : j) items.push_back(from_json_at(e, depth + 1));
       return Value::list(std::move(items));
     }
     case Json::value_t::object: {
       DictItems items;
-      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), from_json_at(it.value(), depth + 1));
       return Value::dict(std::move(items));
     }
     default: fail("unsupported JSON value");
   }
 }
+
+}  // namespace
+
+Value from_json(const Json& j) { return from_json_at(j, 0); }
 
 // Not text::append_utf8: that one refuses lone surrogates, while a Python string (and so
 // a template literal such as "\ud800") may hold one; they are encoded as-is, as WTF-8.
@@ -385,6 +465,10 @@ void utf8_append(std::string& out, char32_t cp) {
 }
 
 std::vector<char32_t> utf8_decode(std::string_view s) {
+  // Every use of a string by code points ([i], slices, strip, upper, repr, ...) decodes
+  // all of it into 4 bytes per byte, and its caller then works code point by code
+  // point: ~16 times the cost of a plain scan, as measured.
+  charge_steps(s.size() / kDecodeBytesPerStep);
   std::vector<char32_t> out;
   out.reserve(s.size());
   size_t i = 0;
@@ -416,6 +500,19 @@ std::string utf8_encode(const std::vector<char32_t>& cps) {
   return out;
 }
 
-size_t utf8_length(std::string_view s) { return utf8_decode(s).size(); }
+// Counted without decoding into a vector: what utf8_decode would give, U+FFFD per bad byte.
+size_t utf8_length(std::string_view s) {
+  charge_scan(s.size());
+  size_t n = 0, i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    i += ok ? len : 1;
+    ++n;
+  }
+  return n;
+}
 
 }  // namespace squeeze::chat

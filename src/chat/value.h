@@ -7,7 +7,14 @@
 // ImmutableSandboxedEnvironment (`.append()` is refused there too); only a
 // namespace() can be changed, by `{% set ns.attr = ... %}`. Dict keys are strings
 // (every dict a chat template sees comes from JSON or a literal with string keys);
-// insertion order is kept, as json.dumps and Python's dict keep it.
+// insertion order is kept, as json.dumps and Python's dict keep it. Strings are
+// shared too: copying a Value (every variable look-up does) never copies its text.
+//
+// A value nests at most kMaxValueDepth deep (lists, dicts, and the object a bound
+// method holds), checked as each is built; everything that walks a value (printing,
+// ==, <, tojson) is depth-checked as well, for the namespaces that can be changed
+// into cycles after being built. So neither walking nor destroying a value can
+// overflow the stack.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +31,10 @@ namespace squeeze::chat {
 
 class Value;
 using Json = nlohmann::ordered_json;
+
+// Far above what chat templates and their JSON contexts use (tool schemas nest ~10
+// deep), far below what would strain the stack when walked.
+inline constexpr int kMaxValueDepth = 256;
 
 struct ListData {
   std::vector<Value> items;
@@ -45,7 +56,7 @@ class Value {
   Value() = default;  // undefined
   static Value undefined(std::string name = "") {
     Value v;
-    v.s_ = std::move(name);
+    v.s_ = std::make_shared<const std::string>(std::move(name));
     return v;
   }
   static Value none() { return with(Kind::none); }
@@ -53,12 +64,14 @@ class Value {
   Value(int v) : kind_(Kind::integer), i_(v) {}
   Value(int64_t v) : kind_(Kind::integer), i_(v) {}
   Value(double v) : kind_(Kind::real), d_(v) {}
-  Value(std::string s) : kind_(Kind::string), s_(std::move(s)) {}
-  Value(const char* s) : kind_(Kind::string), s_(s) {}
+  Value(std::string s) : kind_(Kind::string), s_(std::make_shared<const std::string>(std::move(s))) {}
+  Value(const char* s) : kind_(Kind::string), s_(std::make_shared<const std::string>(s)) {}
+  // These throw squeeze::Error when the result would nest deeper than kMaxValueDepth.
   static Value list(std::vector<Value> items, bool tuple = false);
   static Value dict(DictItems items);
   static Value ns(DictItems items);  // namespace(...): a dict whose entries can be set
-  static Value callable(std::string name, Function fn);
+  // `holds`: a value the function keeps (a bound method's object), for the depth.
+  static Value callable(std::string name, Function fn, const Value* holds = nullptr);
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::undefined; }
@@ -77,14 +90,17 @@ class Value {
   bool as_bool() const { return i_ != 0; }
   int64_t as_int() const { return i_; }  // integer or boolean
   double as_double() const { return kind_ == Kind::real ? d_ : static_cast<double>(i_); }
-  const std::string& str() const { return s_; }  // string value; undefined: its name
+  const std::string& str() const;  // string value; undefined: its name
   const std::vector<Value>& items() const { return list_->items; }
   const DictItems& entries() const { return *dict_; }
   // Dict or namespace lookup: null when absent.
   const Value* find(std::string_view key) const;
   // Namespace only: sets or adds an entry (shared by every copy of this value).
   void ns_set(const std::string& key, Value v) const;
-  const std::string& callable_name() const { return s_; }
+  const std::string& callable_name() const { return str(); }
+  // How deep lists, dicts and bound methods nest in it: 0 for a scalar. A namespace
+  // counts 1 whatever it holds, since what it holds can change after this is read.
+  int depth() const { return depth_; }
   Value call(CallArgs& args) const { return (*fn_)(args); }
 
   // Python's truth value (undefined is false).
@@ -103,9 +119,10 @@ class Value {
     return v;
   }
   Kind kind_ = Kind::undefined;
+  int depth_ = 0;
   int64_t i_ = 0;
   double d_ = 0;
-  std::string s_;
+  std::shared_ptr<const std::string> s_;  // null: empty
   std::shared_ptr<const ListData> list_;
   std::shared_ptr<DictItems> dict_;  // const for dicts by convention; namespaces change
   std::shared_ptr<const Function> fn_;
@@ -131,6 +148,8 @@ struct JsonOptions {
 // and callables are errors, as in Python.
 std::string to_json(const Value& v, const JsonOptions& options = {});
 
+// Throws squeeze::Error when `j` nests deeper than kMaxValueDepth (a hostile context
+// must not recurse the converter off the stack).
 Value from_json(const Json& j);
 
 // UTF-8 text as code points and back: Python indexes, slices and measures str by
