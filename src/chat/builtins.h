@@ -19,6 +19,13 @@ namespace squeeze::chat {
 inline constexpr int64_t kMaxRange = 100000;
 inline constexpr size_t kMaxBuiltBytes = size_t{1} << 26;  // 64 MiB
 
+// Throws unless `n` bytes or items fit under kMaxBuiltBytes.
+void check_size(size_t n);
+// Before building a string of `bytes` bytes / `n` list elements: the cap on one value,
+// then the render's budget (chat/budget.h).
+void will_build_string(size_t bytes);
+void will_build_items(size_t n);
+
 // Throws the error that using an undefined value is ("'x' is undefined").
 [[noreturn]] void fail_undefined(const Value& u);
 // jinja2's names for an object in messages: "'dict object'", "None".

@@ -2,12 +2,14 @@
 // globals transformers provides (range, namespace, dict, raise_exception,
 // strftime_now). `tojson` is transformers' override: json.dumps(x,
 // ensure_ascii=False, indent=None, separators=None, sort_keys=False), not jinja2's
-// HTML-safe one (which would write < > & ' as \u003c ...).
+// HTML-safe one (which would write < > & ' as \u003c ...). Each charges the render's
+// budget (chat/budget.h) for its work and, before building, for what it builds.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "core/error.h"
 
@@ -55,6 +57,7 @@ Value do_int(const Value& v, const Value& def) {
 
 // jinja2's title filter: upper-case the first letter after - ( { [ < or whitespace.
 std::string title_filter(const std::string& s) {
+  will_build_string(s.size());
   std::string out;
   bool start = true;
   for (char32_t c : utf8_decode(s)) {
@@ -68,6 +71,11 @@ std::string title_filter(const std::string& s) {
 
 std::string indent_filter(const std::string& s0, const Value& width, bool first, bool blank) {
   const std::string ind = width.is_string() ? width.str() : std::string(static_cast<size_t>(std::clamp<int64_t>(need_int(width, "indent width"), 0, 256)), ' ');
+  // Every line gets `ind` (a width string may be long): sized before building.
+  const size_t n_lines = static_cast<size_t>(std::count(s0.begin(), s0.end(), '\n')) + 1;
+  charge_scan(s0.size());
+  charge_steps(n_lines);  // a string per line
+  will_build_string(s0.size() + saturating_mul(n_lines + 1, ind.size()));
   std::vector<std::string> lines;
   const std::string s = s0 + "\n";  // jinja2's quirk for splitlines
   size_t pos = 0;
@@ -115,13 +123,17 @@ Value select(const Value& seq, const CallArgs& a, bool by_attr, bool keep) {
   for (const Value& item : iterate(seq)) {
     const Value v = by_attr ? attr_path(item, attribute) : item;
     const bool ok = test.is_none() ? v.truthy() : apply_test(test.str(), v, targs);
-    if (ok == keep) out.push_back(item);
+    if (ok == keep) {
+      charge_items(1);
+      out.push_back(item);
+    }
   }
   return Value::list(std::move(out));
 }
 
 Value sort_key(const Value& v, bool case_sensitive) {
   if (!case_sensitive && v.is_string()) {
+    charge_scan(v.str().size());  // a lowered copy per comparison
     std::string s = v.str();
     for (char& c : s)
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
@@ -131,7 +143,12 @@ Value sort_key(const Value& v, bool case_sensitive) {
 }
 
 std::string html_escape(const std::string& s) {
+  charge_steps(s.size() / kDecodeBytesPerStep);  // byte by byte, twice
+  size_t size = s.size();
+  for (char c : s) size += c == '&' ? 4 : c == '<' || c == '>' ? 3 : c == '"' || c == '\'' ? 4 : 0;
+  will_build_string(size);
   std::string out;
+  out.reserve(size);
   for (char c : s) {
     switch (c) {
       case '&': out += "&amp;"; break;
@@ -150,12 +167,12 @@ std::string html_escape(const std::string& s) {
 Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
   if (f == "tojson") return tojson(x, a);
   if (f == "trim") return py_strip(x.to_str(), arg(a, 0, "chars", Value::none()), true, true);
-  if (f == "string") return x.to_str();
+  if (f == "string") return x.is_string() ? x : Value(x.to_str());
   if (f == "safe") return x;
   if (f == "escape" || f == "e") return html_escape(x.to_str());
   if (f == "lower" || f == "upper" || f == "capitalize") {
     CallArgs none;
-    return get_attr(Value(x.to_str()), f).call(none);
+    return get_attr(x.is_string() ? x : Value(x.to_str()), f).call(none);
   }
   if (f == "title") return title_filter(x.to_str());
   if (f == "replace") {
@@ -179,9 +196,10 @@ Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
   }
   if (f == "first" || f == "last") {
     if (x.is_undefined()) fail_undefined(x);
-    std::vector<Value> items = iterate(x);
-    if (items.empty()) return Value::undefined("No " + f + " item, sequence was empty.");
-    return f == "first" ? items.front() : items.back();
+    std::vector<Value> items = x.is_list() ? std::vector<Value>() : iterate(x);
+    const std::vector<Value>& seq = x.is_list() ? x.items() : items;  // a list is not copied
+    if (seq.empty()) return Value::undefined("No " + f + " item, sequence was empty.");
+    return f == "first" ? seq.front() : seq.back();
   }
   if (f == "int") return do_int(x, arg(a, 0, "default", Value(0)));
   if (f == "float") {
@@ -210,7 +228,10 @@ Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
     const double r = method == "ceil" ? std::ceil(v) : method == "floor" ? std::floor(v) : std::nearbyint(v);  // Python's round(): ties to even
     return r / p;
   }
-  if (f == "list") return Value::list(iterate(x));
+  if (f == "list") {
+    if (x.is_list()) will_build_items(x.items().size());  // strings and dicts: iterate() charges
+    return Value::list(iterate(x));
+  }
   if (f == "items") {
     if (x.is_undefined()) return Value::list({});
     if (!x.is_dict()) fail("items filter: expected a mapping, got ", x.type_name());
@@ -223,19 +244,26 @@ Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
     std::string out;
     bool first = true;
     for (const Value& v : iterate(x)) {
+      const Value item = attribute.is_none() ? v : attr_path(v, attribute);
+      const std::string text = item.is_string() ? std::string() : item.to_str();
+      const std::string& piece = item.is_string() ? item.str() : text;
+      const size_t add = (first ? 0 : sep.size()) + piece.size();
+      check_size(out.size() + add);
+      charge_string(add);
       if (!first) out += sep;
       first = false;
-      out += (attribute.is_none() ? v : attr_path(v, attribute)).to_str();
-      if (out.size() > kMaxBuiltBytes) fail("join: result too large");
+      out += piece;
     }
     return out;
   }
   if (f == "reverse") {
     if (x.is_string()) {
+      will_build_string(x.str().size());
       auto cps = utf8_decode(x.str());
       std::reverse(cps.begin(), cps.end());
       return utf8_encode(cps);
     }
+    if (x.is_list()) will_build_items(x.items().size());
     std::vector<Value> items = iterate(x);
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items));
@@ -243,8 +271,10 @@ Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
   if (f == "unique") {
     std::vector<Value> out;
     for (const Value& v : iterate(x))
-      if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return equal(sort_key(o, false), sort_key(v, false)); }))
+      if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return equal(sort_key(o, false), sort_key(v, false)); })) {
+        charge_items(1);
         out.push_back(v);
+      }
     return Value::list(std::move(out));
   }
   if (f == "sort" || f == "min" || f == "max") {
@@ -252,6 +282,7 @@ Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
     const bool reverse = sort && arg(a, 0, "reverse", Value(false)).truthy();
     const bool cs = arg(a, sort ? 1 : 0, "case_sensitive", Value(false)).truthy();
     const Value attribute = arg(a, sort ? 2 : 1, "attribute", Value::none());
+    if (sort && x.is_list()) will_build_items(x.items().size());
     std::vector<Value> items = iterate(x);
     auto key = [&](const Value& v) { return sort_key(attribute.is_none() ? v : attr_path(v, attribute), cs); };
     std::stable_sort(items.begin(), items.end(), [&](const Value& p, const Value& q) {
@@ -274,6 +305,7 @@ Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
       const Value def = arg(a, 99, "default", Value());
       for (const Value& v : iterate(x)) {
         Value r = attr_path(v, attribute);
+        charge_items(1);
         out.push_back(r.is_undefined() && !def.is_undefined() ? def : r);
       }
       return Value::list(std::move(out));
@@ -283,7 +315,11 @@ Value apply_filter(const std::string& f, const Value& x, CallArgs& a) {
     CallArgs rest;
     rest.args.assign(a.args.begin() + 1, a.args.end());
     rest.kwargs = a.kwargs;
-    for (const Value& v : iterate(x)) out.push_back(apply_filter(name, v, rest));
+    for (const Value& v : iterate(x)) {
+      Value r = apply_filter(name, v, rest);
+      charge_items(1);
+      out.push_back(std::move(r));
+    }
     return Value::list(std::move(out));
   }
   if (f == "select" || f == "reject") return select(x, a, false, f == "select");
@@ -370,6 +406,7 @@ Value range_fn(CallArgs& a) {
   const long double count = std::max<long double>(0, std::ceil((static_cast<long double>(stop) - start) / step));
   if (count > kMaxRange)
     fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (", kMaxRange, ").");
+  will_build_items(static_cast<size_t>(count));  // range(100000) in a loop is not free
   std::vector<Value> out;
   for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) out.emplace_back(start + i * step);
   return Value::list(std::move(out));
@@ -378,6 +415,9 @@ Value range_fn(CallArgs& a) {
 DictItems kwargs_dict(CallArgs& a, const char* fn) {
   DictItems items;
   auto put = [&](const std::string& k, const Value& v) {
+    charge_steps(1 + items.size() / 8);  // a linear search for the key, which is copied
+    charge_string(k.size());
+    charge_items(1);
     for (auto& [key, old] : items)
       if (key == k) {
         old = v;
@@ -415,6 +455,7 @@ DictItems make_globals(std::optional<int64_t> now) {
                      localtime_r(&t, &tm);
                    }
                    if (fmt.empty()) return Value("");
+                   will_build_string(fmt.size() * 8 + 64);
                    std::string buf(fmt.size() * 8 + 64, '\0');
                    const size_t n = std::strftime(buf.data(), buf.size(), fmt.c_str(), &tm);
                    if (n == 0) fail("strftime_now: format gives no text or too much: '", fmt, "'");

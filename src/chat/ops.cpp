@@ -1,8 +1,11 @@
 // chat/ops.cpp — attribute / item access, Python's str / dict / list methods, slices,
 // operators, `in` and iteration, as jinja2 evaluates them in transformers' sandbox.
+// Each charges the render's budget (chat/budget.h) for the work it does and, before
+// building, for what it builds.
 #include <algorithm>
 #include <cmath>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "core/error.h"
 
@@ -21,11 +24,27 @@ Value arg(const CallArgs& a, size_t i, const char* name, Value def) {
   return i < a.args.size() ? a.args[i] : def;
 }
 
-namespace {
-
 void check_size(size_t n) {
   if (n > kMaxBuiltBytes) fail("result too large (over ", kMaxBuiltBytes, " bytes or items)");
 }
+
+void will_build_string(size_t bytes) {
+  check_size(bytes);
+  charge_string(bytes);
+}
+
+void will_build_items(size_t n) {
+  check_size(n);
+  charge_items(n);
+}
+
+void charge_search(size_t haystack, size_t needle) {
+  // std::string::find compares up to `needle` bytes at each position: charged for the
+  // worst case, so ('a' * 10**6) in ('a' * 6 * 10**7) is refused rather than run.
+  charge_scan(saturating_mul(haystack >= needle ? haystack - needle + 1 : 0, std::max<size_t>(needle, 1)));
+}
+
+namespace {
 
 bool is_py_space(char32_t c) {
   return (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
@@ -38,8 +57,11 @@ const std::string& need_str(const Value& v, const char* what) {
 }
 
 // Python str.split / rsplit.
+// The pieces are no longer than `s` in all, so their bytes are charged up front; each
+// piece's element is charged as it is made (',' * 10**7 splits into 10**7 elements).
 Value split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_right) {
   std::vector<Value> out;
+  will_build_string(s.size());
   if (sep.is_none() || sep.is_undefined()) {
     auto cps = utf8_decode(s);
     std::vector<std::pair<size_t, size_t>> words;  // [begin, end) in code points
@@ -49,6 +71,7 @@ Value split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
       if (i == cps.size()) break;
       size_t j = i;
       while (j < cps.size() && !is_py_space(cps[j])) ++j;
+      charge_items(1);
       words.emplace_back(i, j);
       i = j;
     }
@@ -71,12 +94,14 @@ Value split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
   }
   const std::string& d = need_str(sep, "split()");
   if (d.empty()) fail("empty separator");
+  charge_search(s.size(), d.size());
   std::vector<std::string> parts;
   if (!from_right) {
     size_t pos = 0;
     for (int64_t n = 0; maxsplit < 0 || n < maxsplit; ++n) {
       const size_t f = s.find(d, pos);
       if (f == std::string::npos) break;
+      charge_items(1);
       parts.push_back(s.substr(pos, f - pos));
       pos = f + d.size();
     }
@@ -87,6 +112,7 @@ Value split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
       if (end < d.size()) break;
       const size_t f = s.rfind(d, end - d.size());
       if (f == std::string::npos) break;
+      charge_items(1);
       parts.push_back(s.substr(f + d.size(), end - f - d.size()));
       end = f;
     }
@@ -97,26 +123,33 @@ Value split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_
   return Value::list(std::move(out));
 }
 
+// The result's size is known from the number of replacements (counted first), and
+// checked before building: a long `to` must not multiply a long `s`.
 std::string replace(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
   std::string out;
+  charge_search(s.size(), from.size());
   if (from.empty()) {  // Python inserts `to` around every code point
     auto cps = utf8_decode(s);
-    int64_t n = 0;
+    const size_t n = count < 0 ? cps.size() + 1 : std::min(cps.size() + 1, static_cast<size_t>(count));
+    will_build_string(s.size() + saturating_mul(n, to.size()));
     for (size_t i = 0; i <= cps.size(); ++i) {
-      if (count < 0 || n < count) out += to, ++n;
+      if (i < n) out += to;
       if (i < cps.size()) utf8_append(out, cps[i]);
-      check_size(out.size());
     }
     return out;
   }
+  size_t n = 0;
+  for (size_t f = s.find(from); f != std::string::npos && (count < 0 || n < static_cast<size_t>(count));
+       f = s.find(from, f + from.size()))
+    ++n;
+  charge_steps(n);  // an append per replacement
+  will_build_string(s.size() - n * from.size() + saturating_mul(n, to.size()));
   size_t pos = 0;
-  for (int64_t n = 0; count < 0 || n < count; ++n) {
+  for (size_t k = 0; k < n; ++k) {
     const size_t f = s.find(from, pos);
-    if (f == std::string::npos) break;
     out.append(s, pos, f - pos);
     out += to;
     pos = f + from.size();
-    check_size(out.size());
   }
   out.append(s, pos);
   return out;
@@ -127,6 +160,7 @@ char32_t upper(char32_t c) { return c >= 'a' && c <= 'z' ? c - 32 : c; }
 bool is_alpha(char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0xc0; }
 
 std::string map_case(const std::string& s, char32_t (*f)(char32_t)) {
+  will_build_string(s.size());
   std::string out;
   for (char32_t c : utf8_decode(s)) utf8_append(out, f(c));
   return out;
@@ -134,6 +168,7 @@ std::string map_case(const std::string& s, char32_t (*f)(char32_t)) {
 
 // Python str.title(): a letter after a non-letter is upper-cased, other letters lowered.
 std::string py_title(const std::string& s) {
+  will_build_string(s.size());
   std::string out;
   bool prev_alpha = false;
   for (char32_t c : utf8_decode(s)) {
@@ -149,7 +184,10 @@ bool starts_or_ends(const std::string& s, const Value& what, bool starts) {
     if (x.size() > s.size()) return false;
     return starts ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
   };
-  if (what.is_list()) return std::any_of(what.items().begin(), what.items().end(), one);
+  if (what.is_list()) {
+    charge_steps(what.items().size());
+    return std::any_of(what.items().begin(), what.items().end(), one);
+  }
   return one(what);
 }
 
@@ -165,8 +203,10 @@ Value string_method(const std::string& s, const std::string& m, CallArgs& a) {
   }
   if (m == "splitlines") {
     std::vector<Value> out;
+    will_build_string(s.size());
     size_t pos = 0;
     while (pos < s.size()) {
+      charge_items(1);
       const size_t f = s.find('\n', pos);
       if (f == std::string::npos) {
         out.emplace_back(s.substr(pos));
@@ -186,16 +226,21 @@ Value string_method(const std::string& s, const std::string& m, CallArgs& a) {
   }
   if (m == "title") return py_title(s);
   if (m == "capitalize") {
+    will_build_string(s.size());
     auto cps = utf8_decode(s);
     for (size_t i = 0; i < cps.size(); ++i) cps[i] = i == 0 ? upper(cps[i]) : lower(cps[i]);
     return utf8_encode(cps);
   }
   if (m == "find" || m == "rfind" || m == "index" || m == "count") {
     const std::string x = need_str(arg(a, 0, "sub"), m.c_str());
+    charge_search(s.size(), x.size());
     if (m == "count") {
       if (x.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
       int64_t n = 0;
-      for (size_t p = s.find(x); p != std::string::npos; p = s.find(x, p + x.size())) ++n;
+      for (size_t p = s.find(x); p != std::string::npos; p = s.find(x, p + x.size())) {
+        charge_steps(1);
+        ++n;
+      }
       return Value(n);
     }
     const size_t f = m == "rfind" ? s.rfind(x) : s.find(x);
@@ -209,14 +254,18 @@ Value string_method(const std::string& s, const std::string& m, CallArgs& a) {
     std::string out;
     bool first = true;
     for (const Value& v : iterate(arg(a, 0, "iterable"))) {
+      const std::string& piece = need_str(v, "join()");
+      const size_t add = (first ? 0 : s.size()) + piece.size();
+      check_size(out.size() + add);
+      charge_string(add);
       if (!first) out += s;
       first = false;
-      out += need_str(v, "join()");
-      check_size(out.size());
+      out += piece;
     }
     return out;
   }
   auto all = [&](bool (*pred)(char32_t)) {
+    charge_scan(s.size());
     auto cps = utf8_decode(s);
     return Value(!cps.empty() && std::all_of(cps.begin(), cps.end(), pred));
   };
@@ -238,20 +287,28 @@ bool is_string_method(const std::string& m) {
 }
 
 Value dict_items(const Value& d) {
+  will_build_items(3 * d.entries().size());  // a pair per entry
   std::vector<Value> out;
-  for (const auto& [k, v] : d.entries()) out.push_back(Value::list({Value(k), v}, true));
+  for (const auto& [k, v] : d.entries()) {
+    charge_string(k.size());
+    out.push_back(Value::list({Value(k), v}, true));
+  }
   return Value::list(std::move(out));
 }
 
 Value bound(const Value& self, const std::string& name, Value (*fn)(const Value&, const std::string&, CallArgs&)) {
-  return Value::callable(name, [self, name, fn](CallArgs& a) { return fn(self, name, a); });
+  return Value::callable(name, [self, name, fn](CallArgs& a) { return fn(self, name, a); }, &self);
 }
 
 Value dict_method(const Value& d, const std::string& m, CallArgs& a) {
   if (m == "items") return dict_items(d);
   if (m == "keys" || m == "values") {
+    will_build_items(d.entries().size());
     std::vector<Value> out;
-    for (const auto& [k, v] : d.entries()) out.push_back(m == "keys" ? Value(k) : v);
+    for (const auto& [k, v] : d.entries()) {
+      if (m == "keys") charge_string(k.size());
+      out.push_back(m == "keys" ? Value(k) : v);
+    }
     return Value::list(std::move(out));
   }
   // get
@@ -285,11 +342,16 @@ std::optional<size_t> index_of(const Value& key, size_t size) {
 }  // namespace
 
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
+  will_build_string(s.size());
   auto cps = utf8_decode(s);
   std::vector<char32_t> set;
   const bool custom = !(chars.is_none() || chars.is_undefined());
-  if (custom) set = utf8_decode(need_str(chars, "strip"));
-  auto strip = [&](char32_t c) { return custom ? std::find(set.begin(), set.end(), c) != set.end() : is_py_space(c); };
+  if (custom) {
+    set = utf8_decode(need_str(chars, "strip"));
+    charge_scan(chars.str().size());
+    std::sort(set.begin(), set.end());  // searched per character stripped: a long set must not cost len * len
+  }
+  auto strip = [&](char32_t c) { return custom ? std::binary_search(set.begin(), set.end(), c) : is_py_space(c); };
   size_t b = 0, e = cps.size();
   if (left)
     while (b < e && strip(cps[b])) ++b;
@@ -339,6 +401,7 @@ Value get_item(const Value& obj, const Value& key) {
       break;
     case Value::Kind::string: {
       if (!key.is_int() && !key.is_bool()) break;
+      charge_scan(obj.str().size());
       auto cps = utf8_decode(obj.str());
       if (auto i = index_of(key, cps.size())) return utf8_encode({cps[*i]});
       break;
@@ -360,8 +423,12 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   if (step == 0) fail("slice step cannot be zero");
   std::vector<char32_t> cps;
   const bool str = obj.is_string();
-  if (str) cps = utf8_decode(obj.str());
-  else if (!obj.is_list()) fail("'", obj.type_name(), "' object is not subscriptable");
+  if (str) {
+    charge_scan(obj.str().size());
+    cps = utf8_decode(obj.str());
+  } else if (!obj.is_list()) {
+    fail("'", obj.type_name(), "' object is not subscriptable");
+  }
   const int64_t n = static_cast<int64_t>(str ? cps.size() : obj.items().size());
   // Python's slice.indices().
   auto clamp = [&](std::optional<int64_t> v, int64_t def) {
@@ -373,11 +440,18 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   };
   const int64_t b = clamp(opt(start, "start"), step > 0 ? 0 : n - 1);
   const int64_t e = clamp(opt(stop, "stop"), step > 0 ? n : -1);
+  // Counted first (without b + k * step ever overflowing), charged, then taken.
+  const auto span = static_cast<uint64_t>(step > 0 ? std::max<int64_t>(0, e - b) : std::max<int64_t>(0, b - e));
+  const uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  const auto count = static_cast<size_t>(span / stride + (span % stride != 0));
+  if (str) will_build_string(count);
+  else will_build_items(count);
   std::vector<char32_t> out_cps;
   std::vector<Value> out;
-  for (int64_t i = b; step > 0 ? i < e : i > e; i += step) {
-    if (str) out_cps.push_back(cps[static_cast<size_t>(i)]);
-    else out.push_back(obj.items()[static_cast<size_t>(i)]);
+  for (size_t k = 0; k < count; ++k) {
+    const auto i = static_cast<size_t>(b + static_cast<int64_t>(k) * step);
+    if (str) out_cps.push_back(cps[i]);
+    else out.push_back(obj.items()[i]);
   }
   if (str) return utf8_encode(out_cps);
   return Value::list(std::move(out), obj.is_tuple());
@@ -391,15 +465,21 @@ namespace {
   fail("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
+// The size is checked before building, without overflowing (len * n wrapped round
+// and passed), and nothing is repeated n times when there is nothing to repeat.
 Value repeat(const Value& seq, int64_t n) {
-  if (n < 0) n = 0;
+  if (n <= 0 || (seq.is_string() ? seq.str().empty() : seq.items().empty()))
+    return seq.is_string() ? Value("") : Value::list({}, seq.is_tuple());
   if (seq.is_string()) {
-    check_size(seq.str().size() * static_cast<size_t>(n));
+    will_build_string(saturating_mul(seq.str().size(), static_cast<size_t>(n)));
+    const size_t total = seq.str().size() * static_cast<size_t>(n);
     std::string out;
-    for (int64_t i = 0; i < n; ++i) out += seq.str();
+    out.reserve(total);
+    out = seq.str();
+    while (out.size() < total) out.append(out, 0, std::min(out.size(), total - out.size()));  // doubling
     return out;
   }
-  check_size(seq.items().size() * static_cast<size_t>(n));
+  will_build_items(saturating_mul(seq.items().size(), static_cast<size_t>(n)));
   std::vector<Value> out;
   for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
   return Value::list(std::move(out), seq.is_tuple());
@@ -418,9 +498,15 @@ Value repeat(const Value& seq, int64_t n) {
 
 Value binary_op(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") {
-    std::string s = a.to_str() + b.to_str();
-    check_size(s.size());
-    return s;
+    std::string x, y;  // the text of non-strings; strings are read in place
+    if (!a.is_string()) x = a.to_str();
+    if (!b.is_string()) y = b.to_str();
+    const std::string& sa = a.is_string() ? a.str() : x;
+    const std::string& sb = b.is_string() ? b.str() : y;
+    will_build_string(sa.size() + sb.size());
+    std::string s;
+    s.reserve(sa.size() + sb.size());
+    return Value(std::move(s.append(sa).append(sb)));
   }
   const bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
   const bool nums = a.is_number() && b.is_number();
@@ -428,13 +514,15 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (ints) return SQZ_CHECKED(__builtin_add_overflow, a.as_int(), b.as_int());
     if (nums) return a.as_double() + b.as_double();
     if (a.is_string() && b.is_string()) {
-      check_size(a.str().size() + b.str().size());
+      will_build_string(a.str().size() + b.str().size());
       return a.str() + b.str();
     }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
-      std::vector<Value> out = a.items();
+      will_build_items(a.items().size() + b.items().size());
+      std::vector<Value> out;
+      out.reserve(a.items().size() + b.items().size());
+      out.insert(out.end(), a.items().begin(), a.items().end());
       out.insert(out.end(), b.items().begin(), b.items().end());
-      check_size(out.size());
       return Value::list(std::move(out), a.is_tuple());
     }
   } else if (op == "-") {
@@ -500,6 +588,7 @@ bool contains(const Value& c, const Value& item) {
     case Value::Kind::undefined: return false;  // iterates as empty
     case Value::Kind::string:
       if (!item.is_string()) fail("'in <string>' requires string as left operand, not ", item.type_name());
+      charge_search(c.str().size(), item.str().size());
       return c.str().find(item.str()) != std::string::npos;
     case Value::Kind::list:
       return std::any_of(c.items().begin(), c.items().end(), [&](const Value& v) { return equal(v, item); });
@@ -511,15 +600,25 @@ bool contains(const Value& c, const Value& item) {
 std::vector<Value> iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::undefined: return {};
-    case Value::Kind::list: return v.items();
+    case Value::Kind::list:
+      charge_steps(v.items().size());  // a copy of the elements (each cheap: strings are shared)
+      return v.items();
     case Value::Kind::dict: {
+      will_build_items(v.entries().size());
       std::vector<Value> keys;
-      for (const auto& [k, x] : v.entries()) keys.emplace_back(k);
+      for (const auto& [k, x] : v.entries()) {
+        charge_string(k.size());
+        keys.emplace_back(k);
+      }
       return keys;
     }
     case Value::Kind::string: {
+      charge_scan(v.str().size());
+      const auto cps = utf8_decode(v.str());
+      will_build_items(cps.size());  // one string per character
       std::vector<Value> out;
-      for (char32_t c : utf8_decode(v.str())) out.emplace_back(utf8_encode({c}));
+      out.reserve(cps.size());
+      for (char32_t c : cps) out.emplace_back(utf8_encode({c}));
       return out;
     }
     default: fail("'", v.type_name(), "' object is not iterable");
