@@ -303,6 +303,7 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
   t_connection = &state;
   for (int n = 0; n < limits_.keep_alive_requests && !stopping_; ++n) {
     set_waiting(sock, true);
+    if (stopping_) break;  // shut_down() may have cleared waiting_ just before
     if (n > 0 && !stream.wait_for_request(limits_.idle_timeout_s)) break;
     stream.begin_head();
     state = {};
