@@ -26,13 +26,19 @@
 
 namespace squeeze {
 
+// parallel_for's options. At namespace scope (ThreadPool names them Schedule and
+// ForOptions) because clang before 16 rejects the default argument `ForOptions options = {}`
+// of a class nested in the class that declares it (the fuzz build uses clang 14).
+enum class ParallelSchedule { Static, Dynamic };
+struct ParallelForOptions {
+  ParallelSchedule schedule = ParallelSchedule::Static;
+  int64_t grain = 1;  // chunk size for Dynamic; Static chunks are multiples of it
+};
+
 class ThreadPool {
  public:
-  enum class Schedule { Static, Dynamic };
-  struct ForOptions {
-    Schedule schedule = Schedule::Static;
-    int64_t grain = 1;  // chunk size for Dynamic; Static chunks are multiples of it
-  };
+  using Schedule = ParallelSchedule;
+  using ForOptions = ParallelForOptions;
 
   // n_threads <= 0: one per logical core.
   explicit ThreadPool(int n_threads = 0);
