@@ -119,11 +119,9 @@ std::vector<std::string> normalizer_steps(const json& n, const std::string& wher
   return out;
 }
 
-}  // namespace
-
-std::optional<HfTokenizer> read_hf_tokenizer(const std::string& dir, const json& config, int64_t n_vocab) {
+// read_hf_tokenizer's reading, once tokenizer.json is known to exist.
+HfTokenizer read_tokenizer_files(const std::string& dir, const json& config, int64_t n_vocab) {
   const fs::path tok_path = fs::path(dir) / "tokenizer.json";
-  if (!fs::exists(tok_path)) return std::nullopt;
   const std::string where = tok_path.string();
   const json tj = read_json(tok_path);
   const fs::path cfg_path = fs::path(dir) / "tokenizer_config.json";
@@ -212,6 +210,20 @@ std::optional<HfTokenizer> read_hf_tokenizer(const std::string& dir, const json&
   if (out.chat_template.empty() && fs::exists(jinja)) out.chat_template = read_whole_file(jinja.string());
   if (auto it = id_of.find("<|eot|>"); it != id_of.end()) out.eot_id = it->second;
   return out;
+}
+
+}  // namespace
+
+std::optional<HfTokenizer> read_hf_tokenizer(const std::string& dir, const json& config, int64_t n_vocab) {
+  const fs::path tok_path = fs::path(dir) / "tokenizer.json";
+  if (!fs::exists(tok_path)) return std::nullopt;
+  try {
+    return read_tokenizer_files(dir, config, n_vocab);
+  } catch (const json::exception& e) {
+    // A field of another JSON type than the format's (e.g. "model": 5) is caught by
+    // nlohmann's accessors: the files' defect, so a one-line Error naming them.
+    fail(dir, ": tokenizer.json or tokenizer_config.json has a field of the wrong JSON type (", e.what(), ")");
+  }
 }
 
 }  // namespace squeeze::convert
