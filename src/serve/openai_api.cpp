@@ -171,7 +171,7 @@ void take_image(const Json& part, const std::string& type, const std::string& wh
   // pixels (seconds and hundreds of MB to decode and resize).
   const auto size = vision::declared_image_size(data->bytes.data(), data->bytes.size());
   if (!size || size->width <= 0 || size->height <= 0) throw bad(where, where + ": the image is not a PNG or JPEG");
-  if (size->width * size->height > ctx.max_image_pixels)
+  if (size->width > ctx.max_image_pixels / size->height)  // w * h may overflow (PNG: up to 2^32 - 1 each)
     throw bad(where, where + ": an image of " + std::to_string(size->width) + " x " + std::to_string(size->height) +
                          " pixels is past the server's limit of " + std::to_string(ctx.max_image_pixels) +
                          " pixels (--max-image-pixels)");

@@ -18,7 +18,9 @@ namespace {
 
 void check_size(int64_t w, int64_t h, const std::string& name, const ImageLimits& limits) {
   SQZ_CHECK(w > 0 && h > 0, name, ": image of ", w, " x ", h, " pixels");
-  SQZ_CHECK(w * h <= limits.max_pixels, name, ": image of ", w, " x ", h, " pixels exceeds the limit of ",
+  // Divided, not multiplied: a PNG header's raw 32-bit dimensions (2^32 - 1 each) overflow
+  // an int64 product, which would wrap negative and pass.
+  SQZ_CHECK(w <= limits.max_pixels / h, name, ": image of ", w, " x ", h, " pixels exceeds the limit of ",
             limits.max_pixels, " pixels");
 }
 

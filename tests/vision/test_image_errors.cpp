@@ -95,6 +95,13 @@ TEST(VisionImageErrors, HugeDeclaredSizeIsRefusedBeforeDecoding) {
   EXPECT_NE(decode_error(jpg, small).find("bytes exceeds the limit of 100 bytes"), std::string::npos);
 }
 
+// Found by fuzz/fuzz_data_url_image.cpp: 2^32 - 1 squared overflowed the int64 pixel count
+// (undefined behaviour; wrapped negative, it passed the limit and libpng refused it instead).
+TEST(VisionImageErrors, LargestDeclaredPngSizeIsRefusedWithoutOverflow) {
+  const std::string m = decode_error(png_header(0xffffffffu, 0xffffffffu));
+  EXPECT_NE(m.find("4294967295 x 4294967295 pixels exceeds the limit"), std::string::npos) << m;
+}
+
 TEST(VisionImageErrors, MissingFileIsNamed) {
   const std::string m = thrown_message([] { read_image("/nonexistent/screen.png"); });
   EXPECT_NE(m.find("/nonexistent/screen.png: cannot open the image"), std::string::npos) << m;
