@@ -333,3 +333,33 @@ def test_typed_control_tokens_stay_text():
     # The same text either way; as text, the four control texts take more tokens than four.
     assert counts[False][0] == counts[True][0] and spoof in counts[False][0]
     assert counts[False][1] > counts[True][1] + 4, counts
+
+
+@pytest.mark.skipif(not (pathlib.Path(os.environ.get("SQUEEZE_MODELS", ROOT / "build/models")) /
+                         "SmolLM2-135M-Instruct.Q4_1.gguf").exists(), reason="SmolLM2 not installed (scripts/get-models)")
+def test_requests_during_shutdown_get_503():
+    smol = pathlib.Path(os.environ.get("SQUEEZE_MODELS", ROOT / "build/models")) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    s = Server(SQ, "-m", str(smol), "--parallel", "1", "--ctx", "2048", "--threads", "2")
+    try:
+        host, port = address(s)
+        sock = socket.create_connection((host, port), timeout=120)
+        body = json.dumps({"prompt": "In the beginning", "max_tokens": 1500, "temperature": 0, "ignore_eos": True,
+                           "stream": True}).encode()
+        sock.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.wait_for(lambda: any("finishing running requests" in line for line in s.log), timeout=10)
+        time.sleep(0.2)
+        # Draining: the running stream goes on, a new request is answered 503, not refused.
+        code, hdrs, r = s.request("POST", "/v1/completions", {"prompt": "And", "max_tokens": 1}, timeout=10)
+        assert code == 503 and hdrs.get("Retry-After") == "1", r
+        rest = b""
+        while not (b"data: [DONE]" in rest and rest.endswith(b"\r\n0\r\n\r\n")):  # the last chunk
+            chunk = sock.recv(65536)
+            assert chunk, f"the running stream was cut after {len(rest)} bytes: {rest[-200:]!r}"
+            rest += chunk
+        sock.close()
+        assert s.proc.wait(timeout=60) == 0
+    finally:
+        s.stop()
