@@ -96,7 +96,7 @@ int run_bench(int argc, char** argv) {
                   static_cast<unsigned long long>(model->weight_bytes()), squeeze::default_thread_pool().size(),
                   test.c_str(), static_cast<long long>(depth), static_cast<long long>(tokens), s.mean, s.sd);
     } else {
-      std::printf("| %s | %.1f MiB | %d | %s | %.2f ± %.2f |\n", c.arch.c_str(), size_mib,
+      std::printf("| %s | %.1f MiB | %d | %s | %.2f ± %.2f |\n", std::string(squeeze::model::arch_name(c.arch)).c_str(), size_mib,
                   squeeze::default_thread_pool().size(), name.c_str(), s.mean, s.sd);
     }
     std::fflush(stdout);

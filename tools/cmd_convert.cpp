@@ -32,7 +32,7 @@ int run_convert(int argc, char** argv) {
   const auto r = squeeze::convert::convert_checkpoint(
       {.hf_dir = dir, .out_path = out, .type = args.get("--type"), .progress = !args.has("--quiet")});
   for (const auto& f : r.fallbacks) std::fprintf(stderr, "convert: %s\n", f.c_str());
-  std::printf("%s: %s (%s), %zu tensors, %.1f MiB written to %s\n", r.plan.hf_arch.c_str(), r.plan.config.arch.c_str(),
+  std::printf("%s: %s (%s), %zu tensors, %.1f MiB written to %s\n", r.plan.hf_arch.c_str(), std::string(squeeze::model::arch_name(r.plan.config.arch)).c_str(),
               r.type_name.c_str(), r.plan.tensors.size(), static_cast<double>(r.file_bytes) / (1 << 20), out.c_str());
   if (!r.plan.skipped.empty())
     std::printf("left out %zu checkpoint tensors (e.g. %s)\n", r.plan.skipped.size(), r.plan.skipped.front().c_str());

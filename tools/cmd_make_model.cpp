@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "model/random_model.h"
 #include "vision/encoder.h"
+#include "model/tensor_table.h"
 
 namespace {
 
@@ -83,7 +84,7 @@ int run_make_model(int argc, char** argv) {
     std::fprintf(stderr, "note: %s kept as F32 (row length not a multiple of the %s block)\n", name.c_str(),
                  args.get("--type").c_str());
   const auto params = squeeze::model::count_params(c);
-  std::printf("wrote %s: %s, %lld layers (%s), %.1fM parameters, matrices %s\n", out.c_str(), c.arch.c_str(),
+  std::printf("wrote %s: %s, %lld layers (%s), %.1fM parameters, matrices %s\n", out.c_str(), std::string(squeeze::model::arch_name(c.arch)).c_str(),
               static_cast<long long>(c.n_layer), squeeze::model::describe_pattern(c.is_local).c_str(), params.total / 1e6,
               args.get("--type").c_str());
   return 0;

@@ -30,7 +30,7 @@ ModelConfig config_from_hf(const std::string& what, PlanParams& p) {
   if (!j.is_object()) squeeze::fail(path, ": not a JSON object");
   ModelConfig c = squeeze::convert::read_hf_config(j, path).config;
   c.name = what;
-  if (c.arch == "muse-glimmer" && j.contains("vision_config") && j["vision_config"].is_object()) {
+  if (c.arch == Arch::muse_glimmer && j.contains("vision_config") && j["vision_config"].is_object()) {
     const auto& v = j["vision_config"];
     auto get = [&](const nlohmann::json& o, const char* k, int64_t dflt) {
       if (!o.contains(k) || o[k].is_null()) return dflt;

@@ -27,6 +27,7 @@
 #include "train/on_policy.h"
 #include "train/teacher_cache.h"
 #include "train/trainer.h"
+#include "model/tensor_table.h"
 
 namespace {
 

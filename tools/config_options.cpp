@@ -42,14 +42,19 @@ model::ModelConfig config_from_args(const Args& args) {
   override_int("--window", c.sliding_window);
   override_int("--ctx", c.n_ctx);
   override_int("--layers", c.n_layer);
-  const std::string arch = args.has("--arch") ? args.get("--arch") : c.arch;
-  SQZ_CHECK(model::is_supported_arch(arch), "--arch must be one of ", model::supported_archs(), " (got '", arch, "')");
+  model::Arch arch = c.arch;
+  if (args.has("--arch")) {
+    const std::optional<model::Arch> given = model::parse_arch(args.get("--arch"));
+    SQZ_CHECK(given, "--arch must be one of ", model::supported_archs(), " (got '", args.get("--arch"), "')");
+    arch = *given;
+  }
   // After the shape overrides: gemma3's embedding and score scales and muse-glimmer's
   // logit scale and pattern depend on the shape.
-  if (args.has("--arch") || arch == "gemma3" || arch == "muse-glimmer") model::set_arch_defaults(c, arch);
-  if ((args.has("--layers") || args.has("--arch")) && c.arch != "muse-glimmer")
-    c.is_local = model::period_pattern(c.n_layer, model::default_pattern_period(c.arch));
-  if (c.arch == "llama" || c.sliding_window == 0) {
+  if (args.has("--arch") || arch == model::Arch::gemma3 || arch == model::Arch::muse_glimmer)
+    model::set_arch_defaults(c, arch);
+  if ((args.has("--layers") || args.has("--arch")) && c.arch != model::Arch::muse_glimmer)
+    c.is_local = model::period_pattern(c.n_layer, model::arch_info(c.arch).default_pattern_period);
+  if (model::arch_info(c.arch).window == model::WindowKey::none || c.sliding_window == 0) {
     c.sliding_window = 0;
     c.is_local = model::all_global_pattern(c.n_layer);
   }

@@ -83,7 +83,7 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
 
   auto tok = read_hf_tokenizer(ckpt.dir(), ckpt.config(), c.n_vocab);
   if (!tok) fail(ckpt.dir(), ": no tokenizer.json (a GGUF model carries its vocabulary)");
-  if (c.arch == "gemma3" && tok->n_listed < c.n_vocab) {
+  if (c.arch == model::Arch::gemma3 && tok->n_listed < c.n_vocab) {
     // llama.cpp's converter drops Gemma 3's embedding rows past the tokenizer's entries.
     c.n_vocab = tok->n_listed;
     for (TensorPlan& t : plan.tensors)

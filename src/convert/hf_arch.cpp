@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "model/tensor_table.h"
 
 namespace squeeze::convert {
 
@@ -157,56 +158,77 @@ struct Builder {
   }
 };
 
-// The decoder layers and embeddings of the three architectures, under `prefix`
+// Where a tensor of the table comes from in the checkpoint: a tensor under the model
+// prefix (per layer: under "layers.N."), or lm_head; or a synthesised constant.
+struct HfSource {
+  std::string name;          // relative to the prefix; empty: synthesised
+  bool under_prefix = true;  // false: the name is absolute (lm_head)
+  float shift = 0.0f;        // norm weights stored as 1 + w
+  bool rope_rows = false;    // rows regrouped rotate-half → interleaved pairs (RoPE normal)
+  float fill = 0.0f;         // a synthesised tensor's value
+};
+
+// The checkpoint name of each tensor the architecture has, with the transformation
+// llama.cpp's converter applies (hf_arch.h).
+HfSource hf_source(const model::ModelConfig& c, model::TensorId id, float qk_scale) {
+  using model::Arch;
+  using model::TensorId;
+  const bool gemma = c.arch == Arch::gemma3, muse = c.arch == Arch::muse_glimmer;
+  const float layer_norm_shift = gemma || muse ? 1.0f : 0.0f;
+  const bool permute = c.rope_type == model::RopeType::normal;
+  switch (id) {
+    case TensorId::token_embd: return {.name = "embed_tokens.weight"};
+    case TensorId::attn_norm: return {.name = "input_layernorm.weight", .shift = layer_norm_shift};
+    case TensorId::attn_q: return {.name = "self_attn.q_proj.weight", .rope_rows = permute};
+    case TensorId::attn_k: return {.name = "self_attn.k_proj.weight", .rope_rows = permute};
+    case TensorId::attn_v: return {.name = "self_attn.v_proj.weight"};
+    // Muse Glimmer's scale-less QK-norm: q carries the scale, k a unit weight.
+    case TensorId::attn_q_norm:
+      return muse ? HfSource{.fill = qk_scale} : HfSource{.name = "self_attn.q_norm.weight", .shift = 1.0f};
+    case TensorId::attn_k_norm:
+      return muse ? HfSource{.fill = 1.0f} : HfSource{.name = "self_attn.k_norm.weight", .shift = 1.0f};
+    case TensorId::attn_gate: return {.name = "self_attn.gate_proj.weight"};
+    case TensorId::attn_output: return {.name = "self_attn.o_proj.weight"};
+    case TensorId::post_attention_norm: return {.name = "post_attention_layernorm.weight", .shift = layer_norm_shift};
+    // llama names its FFN pre-norm post_attention_layernorm; the sandwich-norm models have both.
+    case TensorId::ffn_norm:
+      return {.name = gemma || muse ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight",
+              .shift = layer_norm_shift};
+    case TensorId::ffn_gate: return {.name = "mlp.gate_proj.weight"};
+    case TensorId::ffn_up: return {.name = "mlp.up_proj.weight"};
+    case TensorId::ffn_down: return {.name = "mlp.down_proj.weight"};
+    case TensorId::post_ffw_norm: return {.name = "post_feedforward_layernorm.weight", .shift = layer_norm_shift};
+    // Gemma's final norm scales by 1 + w like its others; Muse Glimmer's is a plain scale.
+    case TensorId::output_norm: return {.name = "norm.weight", .shift = gemma ? 1.0f : 0.0f};
+    case TensorId::output: return {.name = "lm_head.weight", .under_prefix = false};
+    default: break;
+  }
+  fail("convert: tensor ", model::tensor_name(id), " of ", model::arch_name(c.arch), " has no checkpoint mapping");
+}
+
+// Every tensor of the table the config has, from the checkpoint under `prefix`
 // ("model." or "model.language_model.").
 void map_tensors(Builder& b, const std::string& prefix, float qk_scale) {
   const model::ModelConfig& c = b.plan.config;
-  const bool gemma = c.arch == "gemma3", muse = c.arch == "muse-glimmer";
-  const float layer_norm_shift = gemma || muse ? 1.0f : 0.0f;
-  const int64_t E = c.n_embd;
-  b.add("token_embd.weight", {E, c.n_vocab}, prefix + "embed_tokens.weight");
-  for (int64_t i = 0; i < c.n_layer; ++i) {
-    const std::string hf = prefix + "layers." + std::to_string(i) + ".";
-    const std::string g = "blk." + std::to_string(i) + ".";
-    auto norm = [&](const std::string& gguf, const std::string& src) {
-      b.add(g + gguf, {E}, hf + src).shift = layer_norm_shift;
-    };
-    norm("attn_norm.weight", "input_layernorm.weight");
-    const int64_t rope_q = c.rope_type == model::RopeType::normal ? c.n_head : 0;
-    const int64_t rope_k = c.rope_type == model::RopeType::normal ? c.n_head_kv : 0;
-    b.add(g + "attn_q.weight", {E, c.q_dim()}, hf + "self_attn.q_proj.weight").rope_heads = rope_q;
-    b.add(g + "attn_k.weight", {E, c.kv_dim()}, hf + "self_attn.k_proj.weight").rope_heads = rope_k;
-    b.add(g + "attn_v.weight", {E, c.kv_dim()}, hf + "self_attn.v_proj.weight");
-    if (gemma) {
-      b.add(g + "attn_q_norm.weight", {c.head_dim}, hf + "self_attn.q_norm.weight").shift = 1.0f;
-      b.add(g + "attn_k_norm.weight", {c.head_dim}, hf + "self_attn.k_norm.weight").shift = 1.0f;
+  for (const model::TensorShape& t : model::weight_tensors(c)) {
+    const HfSource src = hf_source(c, t.id, qk_scale);
+    if (src.name.empty()) {
+      b.synthesise(t.name, t.ne0, src.fill);
+      continue;
     }
-    if (muse) {
-      b.synthesise(g + "attn_q_norm.weight", c.head_dim, qk_scale);
-      b.synthesise(g + "attn_k_norm.weight", c.head_dim, 1.0f);
-      b.add(g + "attn_gate.weight", {E, c.q_dim()}, hf + "self_attn.gate_proj.weight");
-    }
-    b.add(g + "attn_output.weight", {c.q_dim(), E}, hf + "self_attn.o_proj.weight");
-    if (gemma || muse) {
-      norm("post_attention_norm.weight", "post_attention_layernorm.weight");
-      norm("ffn_norm.weight", "pre_feedforward_layernorm.weight");
-    } else {
-      norm("ffn_norm.weight", "post_attention_layernorm.weight");  // llama's name for its FFN pre-norm
-    }
-    b.add(g + "ffn_gate.weight", {E, c.n_ff}, hf + "mlp.gate_proj.weight");
-    b.add(g + "ffn_up.weight", {E, c.n_ff}, hf + "mlp.up_proj.weight");
-    b.add(g + "ffn_down.weight", {c.n_ff, E}, hf + "mlp.down_proj.weight");
-    if (gemma || muse) norm("post_ffw_norm.weight", "post_feedforward_layernorm.weight");
+    std::string hf = src.under_prefix ? prefix : std::string();
+    if (t.layer >= 0) hf += "layers." + std::to_string(t.layer) + ".";
+    TensorPlan& p = b.add(t.name, t.dims(), hf + src.name);
+    p.shift = src.shift;
+    // Rows per head: the interleaving regroups each head's rows.
+    if (src.rope_rows) p.rope_heads = t.ne1 / c.head_dim;
   }
-  // Gemma's final norm scales by 1 + w like its others; Muse Glimmer's is a plain scale.
-  b.add("output_norm.weight", {E}, prefix + "norm.weight").shift = gemma ? 1.0f : 0.0f;
-  if (!c.tied_output) b.add("output.weight", {E, c.n_vocab}, "lm_head.weight");
 }
 
-void plan_llama(const HfConfig& h, ConvertPlan& p) {
+void plan_llama(const HfConfig& h, ConvertPlan& p, float&) {
   model::ModelConfig& c = p.config;
   read_common(h, c);
-  model::set_arch_defaults(c, "llama");
+  model::set_arch_defaults(c, model::Arch::llama);
   check_activation(h, "hidden_act", "silu");
   c.rms_eps = static_cast<float>(h.number_or("rms_norm_eps", 1e-6));
   c.rope_base_global = c.rope_base_local = static_cast<float>(h.rope_theta("full_attention", 10000.0));
@@ -214,11 +236,11 @@ void plan_llama(const HfConfig& h, ConvertPlan& p) {
   c.tied_output = h.boolean_or("tie_word_embeddings", false);
 }
 
-void plan_gemma3(const HfConfig& h, ConvertPlan& p) {
+void plan_gemma3(const HfConfig& h, ConvertPlan& p, float&) {
   model::ModelConfig& c = p.config;
   read_common(h, c);
   if (h.find("head_dim") == nullptr) c.head_dim = 256;  // Gemma3TextConfig's default
-  model::set_arch_defaults(c, "gemma3");
+  model::set_arch_defaults(c, model::Arch::gemma3);
   check_activation(h, "hidden_activation", "gelu_pytorch_tanh");
   h.require_null("attn_logit_softcapping");
   c.rms_eps = static_cast<float>(h.number_or("rms_norm_eps", 1e-6));
@@ -242,7 +264,7 @@ void plan_gemma3(const HfConfig& h, ConvertPlan& p) {
 void plan_muse_glimmer(const HfConfig& h, ConvertPlan& p, float& qk_scale) {
   model::ModelConfig& c = p.config;
   read_common(h, c);
-  model::set_arch_defaults(c, "muse-glimmer");
+  model::set_arch_defaults(c, model::Arch::muse_glimmer);
   check_activation(h, "hidden_activation", "silu");
   if (h.boolean_or("tie_word_embeddings", false)) fail(h.where(), ": tie_word_embeddings is true; muse-glimmer's head is untied");
   c.rms_eps = static_cast<float>(h.number_or("rms_norm_eps", 1e-5));
@@ -275,10 +297,27 @@ void plan_muse_glimmer(const HfConfig& h, ConvertPlan& p, float& qk_scale) {
   if (!(qk_scale > 0)) fail(h.where(), ": \"qk_scale_factor\" must be positive");
 }
 
+// The Hugging Face model classes convert reads: config.json's "architectures"[0], where
+// the text model's config and tensors live, and the reader of that config.
+struct HfClass {
+  std::string_view name;
+  const char* text_config;    // the sub-object holding the text model's config; null: the root
+  const char* tensor_prefix;
+  void (*plan)(const HfConfig&, ConvertPlan&, float& qk_scale);
+};
+
+constexpr HfClass kHfClasses[] = {
+    {"LlamaForCausalLM", nullptr, "model.", plan_llama},
+    {"Gemma3ForCausalLM", nullptr, "model.", plan_gemma3},
+    {"MuseGlimmerForConditionalGeneration", "text_config", "model.language_model.", plan_muse_glimmer},
+};
+
 }  // namespace
 
 std::string supported_hf_archs() {
-  return "LlamaForCausalLM, Gemma3ForCausalLM, MuseGlimmerForConditionalGeneration";
+  std::string out;
+  for (const HfClass& k : kHfClasses) out += (out.empty() ? "" : ", ") + std::string(k.name);
+  return out;
 }
 
 HfModel read_hf_config(const nlohmann::json& root, const std::string& where) {
@@ -287,20 +326,20 @@ HfModel read_hf_config(const nlohmann::json& root, const std::string& where) {
   if (archs == nullptr || !archs->is_array() || archs->empty() || !(*archs)[0].is_string())
     fail(where, ": \"architectures\" must name the model class (one of ", supported_hf_archs(), ")");
   out.hf_arch = (*archs)[0].get<std::string>();
+  const HfClass* cls = nullptr;
+  for (const HfClass& k : kHfClasses)
+    if (k.name == out.hf_arch) cls = &k;
+  if (cls == nullptr) fail(where, ": architecture '", out.hf_arch, "' is not supported (", supported_hf_archs(), ")");
   ConvertPlan p;
   p.hf_arch = out.hf_arch;
-  if (out.hf_arch == "LlamaForCausalLM") {
-    plan_llama(HfConfig(root, where), p);
-  } else if (out.hf_arch == "Gemma3ForCausalLM") {
-    plan_gemma3(HfConfig(root, where), p);
-  } else if (out.hf_arch == "MuseGlimmerForConditionalGeneration") {
-    if (!root.contains("text_config") || !root["text_config"].is_object())
-      fail(where, ": \"text_config\" must be an object");
-    plan_muse_glimmer(HfConfig(root["text_config"], where + " text_config"), p, out.qk_scale);
-    out.tensor_prefix = "model.language_model.";
+  if (cls->text_config) {
+    if (!root.contains(cls->text_config) || !root[cls->text_config].is_object())
+      fail(where, ": \"", cls->text_config, "\" must be an object");
+    cls->plan(HfConfig(root[cls->text_config], where + " " + cls->text_config), p, out.qk_scale);
   } else {
-    fail(where, ": architecture '", out.hf_arch, "' is not supported (", supported_hf_archs(), ")");
+    cls->plan(HfConfig(root, where), p, out.qk_scale);
   }
+  out.tensor_prefix = cls->tensor_prefix;
   out.config = std::move(p.config);
   out.config.name = where;
   try {

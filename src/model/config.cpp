@@ -16,20 +16,8 @@ const char* norm_placement_name(NormPlacement p) {
 
 const char* ffn_activation_name(FfnActivation a) { return a == FfnActivation::silu ? "SwiGLU" : "GeGLU-tanh"; }
 
-bool is_supported_arch(std::string_view arch) {
-  return arch == "glimmer" || arch == "llama" || arch == "gemma3" || arch == "muse-glimmer";
-}
-std::string supported_archs() { return "glimmer, llama, gemma3, muse-glimmer"; }
-
-int64_t default_pattern_period(std::string_view arch) {
-  if (arch == "glimmer" || arch == "muse-glimmer") return 4;
-  if (arch == "gemma3") return 6;
-  return 0;
-}
-
-void set_arch_defaults(ModelConfig& c, std::string_view arch) {
-  SQZ_CHECK(is_supported_arch(arch), "architecture '", arch, "' is not supported (", supported_archs(), ")");
-  c.arch = std::string(arch);
+void set_arch_defaults(ModelConfig& c, Arch arch) {
+  c.arch = arch;
   c.norm_placement = NormPlacement::pre;
   c.qk_norm = false;
   c.ffn_activation = FfnActivation::silu;
@@ -42,7 +30,7 @@ void set_arch_defaults(ModelConfig& c, std::string_view arch) {
   c.post_norm_eps = 0.0f;
   c.nope_global = false;
   c.logit_scale = 1.0f;
-  if (arch == "muse-glimmer") {
+  if (arch == Arch::muse_glimmer) {
     c.norm_placement = NormPlacement::both;
     c.qk_norm = true;
     c.embd_norm = true;
@@ -55,7 +43,7 @@ void set_arch_defaults(ModelConfig& c, std::string_view arch) {
     c.is_local = period_pattern_from_last(c.n_layer, 4);
     return;
   }
-  if (arch != "gemma3") return;
+  if (arch != Arch::gemma3) return;
   c.norm_placement = NormPlacement::both;
   c.qk_norm = true;
   c.ffn_activation = FfnActivation::gelu_tanh;
@@ -69,7 +57,7 @@ void set_arch_defaults(ModelConfig& c, std::string_view arch) {
   c.rope_base_global = 1000000.0f;
   c.rope_base_local = 10000.0f;  // llama.cpp's rope_freq_base_train_swa for gemma3
   c.tied_output = true;
-  c.is_local = period_pattern(c.n_layer, default_pattern_period(arch));
+  c.is_local = period_pattern(c.n_layer, arch_info(arch).default_pattern_period);
 }
 
 float ModelConfig::effective_attn_scale() const {
@@ -84,12 +72,21 @@ bool ModelConfig::has_llama_options() const {
 
 int64_t ModelConfig::n_local_layers() const { return std::count(is_local.begin(), is_local.end(), true); }
 
+bool ModelConfig::has_layer_kind(Mixer m) const {
+  if (layer_kinds.empty()) return m == Mixer::attention && n_layer > 0;
+  return std::any_of(layer_kinds.begin(), layer_kinds.end(), [m](const LayerKind& k) { return k.mixer == m; });
+}
+
+bool ModelConfig::has_layer_kind(Ffn f) const {
+  if (layer_kinds.empty()) return f == Ffn::dense && n_layer > 0;
+  return std::any_of(layer_kinds.begin(), layer_kinds.end(), [f](const LayerKind& k) { return k.ffn == f; });
+}
+
 void ModelConfig::validate() const {
   const std::string who = "model config '" + name + "'";
   auto positive = [&](int64_t v, const char* field, int64_t max) {
     SQZ_CHECK(v > 0 && v <= max, who, ": ", field, " must be in [1, ", max, "] (got ", v, ")");
   };
-  SQZ_CHECK(is_supported_arch(arch), who, ": arch '", arch, "' is not supported (", supported_archs(), ")");
   // Caps keep every derived size far from int64 overflow (and reject garbage metadata).
   positive(n_layer, "n_layer", 1 << 12);
   positive(n_embd, "n_embd", 1 << 20);
@@ -113,7 +110,8 @@ void ModelConfig::validate() const {
   const int64_t local = n_local_layers();
   SQZ_CHECK(local == 0 || sliding_window > 0, who, ": is_local marks ", local,
             " local layers but sliding_window is 0");
-  SQZ_CHECK(arch != "llama" || local == 0, who, ": arch llama has no local layers (is_local marks ", local, ")");
+  SQZ_CHECK(arch_info(arch).window != WindowKey::none || local == 0, who, ": arch ", arch_name(arch),
+            " has no local layers (is_local marks ", local, ")");
   SQZ_CHECK(std::isfinite(embd_scale) && embd_scale > 0, who, ": embd_scale must be positive (got ", embd_scale, ")");
   SQZ_CHECK(std::isfinite(attn_scale) && attn_scale >= 0, who, ": attn_scale must be >= 0 (got ", attn_scale, ")");
   SQZ_CHECK(std::isfinite(final_logit_softcap) && final_logit_softcap >= 0, who,
@@ -121,6 +119,23 @@ void ModelConfig::validate() const {
   SQZ_CHECK(std::isfinite(post_norm_eps) && post_norm_eps >= 0, who, ": post_norm_eps must be >= 0 (got ",
             post_norm_eps, ")");
   SQZ_CHECK(std::isfinite(logit_scale) && logit_scale > 0, who, ": logit_scale must be positive (got ", logit_scale, ")");
+  SQZ_CHECK(layer_kinds.empty() || static_cast<int64_t>(layer_kinds.size()) == n_layer, who, ": layer_kinds has ",
+            layer_kinds.size(), " entries for n_layer ", n_layer);
+  if (has_layer_kind(Ffn::moe)) {
+    positive(n_expert, "n_expert", 1 << 12);
+    positive(n_expert_used, "n_expert_used", n_expert);
+    positive(n_ff_exp, "n_ff_exp", 1 << 22);
+  }
+  SQZ_CHECK(n_ff_shexp >= 0 && n_ff_shexp <= (1 << 22), who, ": n_ff_shexp must be in [0, 2^22] (got ", n_ff_shexp,
+            ")");
+  if (has_layer_kind(Mixer::linear_attention)) {
+    positive(ssm_conv_kernel, "ssm_conv_kernel", 64);
+    positive(ssm_state_size, "ssm_state_size", 1 << 12);
+    positive(ssm_group_count, "ssm_group_count", 1 << 12);
+    positive(ssm_time_step_rank, "ssm_time_step_rank", 1 << 12);
+    SQZ_CHECK(ssm_time_step_rank % ssm_group_count == 0, who, ": ssm_group_count (", ssm_group_count,
+              ") must divide ssm_time_step_rank (", ssm_time_step_rank, ")");
+  }
 }
 
 std::vector<bool> period_pattern(int64_t n_layer, int64_t period) {
@@ -160,54 +175,13 @@ std::string describe_pattern(const std::vector<bool>& is_local) {
   return letters;
 }
 
-std::vector<TensorShape> weight_tensors(const ModelConfig& c) {
-  std::vector<TensorShape> t;
-  t.push_back({"token_embd.weight", c.n_embd, c.n_vocab, -1});
-  const bool pre = c.norm_placement != NormPlacement::post, post = c.norm_placement != NormPlacement::pre;
-  for (int64_t i = 0; i < c.n_layer; ++i) {
-    const std::string b = "blk." + std::to_string(i) + ".";
-    if (pre) t.push_back({b + "attn_norm.weight", c.n_embd, 1, i});
-    t.push_back({b + "attn_q.weight", c.n_embd, c.q_dim(), i});
-    t.push_back({b + "attn_k.weight", c.n_embd, c.kv_dim(), i});
-    t.push_back({b + "attn_v.weight", c.n_embd, c.kv_dim(), i});
-    if (c.qk_norm) {
-      t.push_back({b + "attn_q_norm.weight", c.head_dim, 1, i});
-      t.push_back({b + "attn_k_norm.weight", c.head_dim, 1, i});
-    }
-    if (c.attn_gate) t.push_back({b + "attn_gate.weight", c.n_embd, c.q_dim(), i});
-    t.push_back({b + "attn_output.weight", c.q_dim(), c.n_embd, i});
-    if (post) t.push_back({b + "post_attention_norm.weight", c.n_embd, 1, i});
-    if (pre) t.push_back({b + "ffn_norm.weight", c.n_embd, 1, i});
-    t.push_back({b + "ffn_gate.weight", c.n_embd, c.n_ff, i});
-    t.push_back({b + "ffn_up.weight", c.n_embd, c.n_ff, i});
-    t.push_back({b + "ffn_down.weight", c.n_ff, c.n_embd, i});
-    if (post) t.push_back({b + "post_ffw_norm.weight", c.n_embd, 1, i});
-  }
-  t.push_back({"output_norm.weight", c.n_embd, 1, -1});
-  if (!c.tied_output) t.push_back({"output.weight", c.n_embd, c.n_vocab, -1});
-  return t;
-}
-
-ParamCount count_params(const ModelConfig& c) {
-  ParamCount p;
-  p.embedding = c.n_vocab * c.n_embd;
-  p.output = c.tied_output ? 0 : c.n_vocab * c.n_embd;
-  p.attention_per_layer = c.n_embd * (c.q_dim() + 2 * c.kv_dim()) + c.q_dim() * c.n_embd +
-                          (c.attn_gate ? c.n_embd * c.q_dim() : 0);
-  p.ffn_per_layer = 3 * c.n_embd * c.n_ff;
-  const int64_t norms_per_layer = c.norm_placement == NormPlacement::both ? 4 : 2;
-  p.norms = (norms_per_layer * c.n_layer + 1) * c.n_embd + (c.qk_norm ? 2 * c.n_layer * c.head_dim : 0);
-  p.total = p.embedding + p.output + c.n_layer * (p.attention_per_layer + p.ffn_per_layer) + p.norms;
-  return p;
-}
-
 namespace {
 
 ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n_head, int64_t n_head_kv,
                     int64_t head_dim, int64_t n_ff, int64_t n_vocab, int64_t window, int64_t n_ctx) {
   ModelConfig c;
   c.name = std::move(name);
-  c.arch = "glimmer";
+  c.arch = Arch::glimmer;
   c.n_layer = n_layer, c.n_embd = n_embd, c.n_head = n_head, c.n_head_kv = n_head_kv;
   c.head_dim = head_dim, c.n_ff = n_ff, c.n_vocab = n_vocab;
   c.rms_eps = 1e-6f;
@@ -246,7 +220,7 @@ ModelConfig builtin_config(std::string_view name) {
   // multiple of 256, so each K-quant applies to every matrix.
   if (name == "kjv-teacher") {
     ModelConfig c = glimmer("kjv-teacher", 6, 512, 8, 2, 64, 1024, 4096, 0, 256);
-    c.arch = "llama";
+    c.arch = Arch::llama;
     c.rope_base_global = c.rope_base_local = 10000.0f;
     c.is_local = all_global_pattern(c.n_layer);
     c.tied_output = true;
@@ -261,7 +235,7 @@ ModelConfig builtin_config(std::string_view name) {
   if (name == "llama-1b") {
     ModelConfig c;
     c.name = "llama-1b";
-    c.arch = "llama";
+    c.arch = Arch::llama;
     c.n_layer = 22, c.n_embd = 2048, c.n_head = 32, c.n_head_kv = 4, c.head_dim = 64;
     c.n_ff = 5632, c.n_vocab = 32000, c.n_ctx = 2048;
     c.rms_eps = 1e-5f;
@@ -275,7 +249,7 @@ ModelConfig builtin_config(std::string_view name) {
     c.name = "smollm2-135m";
     c.n_layer = 30, c.n_embd = 576, c.n_head = 9, c.n_head_kv = 3, c.head_dim = 64;
     c.n_ff = 1536, c.n_vocab = 49152, c.n_ctx = 8192;
-    set_arch_defaults(c, "llama");
+    set_arch_defaults(c, Arch::llama);
     c.rms_eps = 1e-5f;
     c.rope_base_global = c.rope_base_local = 100000.0f;
     c.is_local = all_global_pattern(c.n_layer);
@@ -296,7 +270,7 @@ ModelConfig builtin_config(std::string_view name) {
       c.n_layer = 18, c.n_embd = 640, c.n_head = 4, c.n_head_kv = 1, c.head_dim = 256;
       c.n_ff = 2048, c.n_vocab = 262144, c.n_ctx = 32768, c.sliding_window = 512;
     }
-    set_arch_defaults(c, "gemma3");
+    set_arch_defaults(c, Arch::gemma3);
     c.rms_eps = 1e-6f;
     return c;
   }
@@ -314,7 +288,7 @@ ModelConfig builtin_config(std::string_view name) {
       c.n_layer = 52, c.n_embd = 6656, c.n_head = 32, c.n_head_kv = 2, c.head_dim = 128;
       c.n_ff = 19968, c.n_vocab = 202048, c.n_ctx = 131072, c.sliding_window = 2048;
     }
-    set_arch_defaults(c, "muse-glimmer");
+    set_arch_defaults(c, Arch::muse_glimmer);
     c.rms_eps = 1e-5f;
     c.rope_base_global = c.rope_base_local = tiny ? 10000.0f : 500000.0f;
     return c;

@@ -1,20 +1,22 @@
 // model/config.h — the architecture of a model squeeze runs: shapes, RoPE, the
 // local/global layer pattern, and the per-architecture options of the one forward pass
-// (model/glimmer.cpp): norm placement, QK-norm, FFN activation, embedding and attention
+// (model/forward.cpp): norm placement, QK-norm, FFN activation, embedding and attention
 // scales, embedding norm, attention output gate, NoPE global layers, tied head, logit
 // scale and soft-cap. Validation, parameter counts, tensor shapes, and the
 // built-in named configs (glimmer-30b is the published Glimmer-30B shape).
 //
-// An architecture is data: "llama", "glimmer", "gemma3" and "muse-glimmer" differ only in
-// these fields (set_arch_defaults). The GGUF loader fills a ModelConfig from metadata
-// (`llama.*`, `glimmer.*`, `gemma3.*`, `muse-glimmer.*` keys) and checks each tensor
-// against weight_tensors(); the planner sizes memory from it.
+// An architecture is data: the Arch values (model/arch.h) differ only in these fields
+// (set_arch_defaults). The GGUF loader fills a ModelConfig from metadata (`llama.*`,
+// `glimmer.*`, `gemma3.*`, `muse-glimmer.*` keys) and checks each tensor against the tensor
+// table (model/tensor_table.h); the planner sizes memory from it.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/arch.h"
 
 namespace squeeze::model {
 
@@ -35,13 +37,19 @@ const char* norm_placement_name(NormPlacement p);
 enum class FfnActivation { silu, gelu_tanh };
 const char* ffn_activation_name(FfnActivation a);
 
-// The architectures the forward pass implements (general.architecture values).
-bool is_supported_arch(std::string_view arch);
-std::string supported_archs();  // "glimmer, llama, gemma3, muse-glimmer"
+// What a layer mixes its tokens with, and what its feed-forward sublayer is: attention or
+// linear attention (Gated DeltaNet, Qwen3.5), a dense gated FFN or routed experts.
+enum class Mixer : uint8_t { attention, linear_attention };
+enum class Ffn : uint8_t { dense, moe };
+struct LayerKind {
+  Mixer mixer = Mixer::attention;
+  Ffn ffn = Ffn::dense;
+  bool operator==(const LayerKind&) const = default;
+};
 
 struct ModelConfig {
   std::string name;              // for messages: "glimmer-30b", a file name, ...
-  std::string arch = "glimmer";  // "glimmer", "llama", "gemma3" or "muse-glimmer"
+  Arch arch = Arch::glimmer;
   int64_t n_layer = 0;
   int64_t n_embd = 0;            // hidden size
   int64_t n_head = 0;            // query heads
@@ -72,6 +80,23 @@ struct ModelConfig {
   bool nope_global = false;      // global layers apply no RoPE (local layers still do)
   float logit_scale = 1.0f;      // logits × this, before the soft-cap
 
+  // Layer kinds and tensor layouts of the families to come (model/tensor_table.h holds
+  // their tensors; forward_support_error says what the forward pass runs yet).
+  std::vector<LayerKind> layer_kinds;  // per layer; empty: every layer attention + dense FFN
+  bool attn_bias = false;        // Q/K/V biases (Qwen2, gpt-oss)
+  bool attn_output_bias = false; // output projection bias (gpt-oss)
+  bool fused_qkv = false;        // one attn_qkv [n_embd, q_dim + 2·kv_dim] instead of attn_q/k/v
+  bool attn_sinks = false;       // a sink logit per query head (gpt-oss)
+  int64_t n_expert = 0;          // experts of an Ffn::moe layer
+  int64_t n_expert_used = 0;     // experts each token is routed to
+  int64_t n_ff_exp = 0;          // an expert's intermediate size
+  int64_t n_ff_shexp = 0;        // the shared expert's intermediate size; 0 = none
+  bool fused_gate_up_exps = false;  // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
+  int64_t ssm_conv_kernel = 0;   // Gated DeltaNet: short causal conv taps
+  int64_t ssm_state_size = 0;    //   d_k = d_v
+  int64_t ssm_group_count = 0;   //   key heads
+  int64_t ssm_time_step_rank = 0;//   value heads
+
   int64_t n_local_layers() const;
   int64_t n_global_layers() const { return n_layer - n_local_layers(); }
   int64_t q_dim() const { return n_head * head_dim; }
@@ -79,6 +104,13 @@ struct ModelConfig {
   float effective_attn_scale() const;  // attn_scale, or 1/sqrt(head_dim) when 0
   float effective_post_norm_eps() const { return post_norm_eps > 0 ? post_norm_eps : rms_eps; }
   bool uses_rope(int64_t layer) const { return !nope_global || is_local[static_cast<size_t>(layer)]; }
+  LayerKind layer_kind(int64_t layer) const {
+    return layer_kinds.empty() ? LayerKind{} : layer_kinds[static_cast<size_t>(layer)];
+  }
+  bool has_layer_kind(Mixer m) const;
+  bool has_layer_kind(Ffn f) const;
+  int64_t ssm_value_dim() const { return ssm_time_step_rank * ssm_state_size; }
+  int64_t ssm_conv_dim() const { return 2 * ssm_group_count * ssm_state_size + ssm_value_dim(); }
 
   // Throws squeeze::Error naming the config and the first bad field.
   void validate() const;
@@ -98,11 +130,7 @@ struct ModelConfig {
 //           RMSNorm, sigmoid attention output gate, untied head, soft-cap 20, logit scale
 //           1/sqrt(n_embd/256), global layers every 4th counted back from the last.
 // Shapes, window and pattern are left to the caller except gemma3's pattern and bases.
-void set_arch_defaults(ModelConfig& c, std::string_view arch);
-// The local/global period an architecture uses when its file names none: glimmer 4
-// ([L L L G]), gemma3 6 (llama.cpp's hard-coded [L×5 G]), muse-glimmer 4 (llama.cpp's
-// fallback; its converter always writes the per-layer array), llama 0 (all global).
-int64_t default_pattern_period(std::string_view arch);
+void set_arch_defaults(ModelConfig& c, Arch arch);
 
 // Layer patterns. period_pattern(n, p): layer i is local unless it is the last of its
 // period (i % p == p - 1), e.g. p = 4 gives [L L L G] repeated. p = 1 (or 0): all global.
@@ -113,27 +141,6 @@ std::vector<bool> all_global_pattern(int64_t n_layer);
 std::vector<bool> period_pattern_from_last(int64_t n_layer, int64_t period);
 // "LLLG LLLG ..." compressed as "[L L L G] x 13" when periodic; for messages.
 std::string describe_pattern(const std::vector<bool>& is_local);
-
-// One weight tensor as GGUF stores it: ne0 is the row length (input features).
-struct TensorShape {
-  std::string name;   // "token_embd.weight", "blk.3.attn_q.weight", ...
-  int64_t ne0 = 0;    // row length
-  int64_t ne1 = 1;    // rows (1 for vectors)
-  int64_t layer = -1; // block index, -1 for non-block tensors
-  int64_t elements() const { return ne0 * ne1; }
-};
-// Every tensor of the model in file order (no "output.weight" when tied).
-std::vector<TensorShape> weight_tensors(const ModelConfig& c);
-
-struct ParamCount {
-  int64_t embedding = 0;         // token_embd
-  int64_t output = 0;            // output head (0 when tied)
-  int64_t attention_per_layer = 0;  // Wq, Wk, Wv, Wo
-  int64_t ffn_per_layer = 0;     // gate, up, down
-  int64_t norms = 0;             // all RMSNorm weights (including QK and post norms)
-  int64_t total = 0;
-};
-ParamCount count_params(const ModelConfig& c);
 
 // Built-in configs: "glimmer-30b" (the published shape), "glimmer-1b", "glimmer-tiny" (tests:
 // window 16 < typical prompts, GQA 2), "llama-1b" (TinyLlama-1.1B's shape, all global),

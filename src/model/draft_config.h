@@ -27,6 +27,7 @@
 #include "gguf/metadata.h"
 #include "gguf/reader.h"
 #include "model/config.h"
+#include "model/tensor_table.h"
 
 namespace squeeze::model {
 

@@ -74,6 +74,11 @@ class ForwardScratch {
   std::vector<float> x, h, q, k, v, attn, attn_gate, proj, gate, up;
 };
 
+// Empty when forward_step runs every layer kind and option of `c`; otherwise the list of
+// what it does not implement yet (the tensor table describes more than the forward pass
+// runs), for a one-line refusal at load.
+std::string forward_support_error(const ModelConfig& c);
+
 // Logit rows a step writes: Σ over chunks of (all_logits ? n : 1).
 int64_t logit_rows(std::span<const SequenceChunk> chunks);
 

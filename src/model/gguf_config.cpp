@@ -1,10 +1,14 @@
 // model/gguf_config.cpp
 #include "model/gguf_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
+#include "model/draft_config.h"
+#include "model/tensor_table.h"
 
 namespace squeeze::model {
 
@@ -12,11 +16,20 @@ using gguf::Value;
 
 namespace {
 
-std::string key(const std::string& arch, const char* suffix) { return arch + "." + suffix; }
+std::string key(std::string_view arch, const char* suffix) { return std::string(arch) + "." + suffix; }
 
 int64_t positive(const gguf::Metadata& m, const std::string& k, int64_t v) {
   if (v <= 0) m.fail_key(k, "must be positive, got " + std::to_string(v));
   return v;
+}
+
+// Whether a config uses only the layouts the current architectures' keys describe (the
+// next families add keys for layer kinds, experts, biases, fused tensors and sinks).
+bool forward_layout_is_default(const ModelConfig& c) {
+  const bool plain_layers =
+      std::all_of(c.layer_kinds.begin(), c.layer_kinds.end(), [](const LayerKind& k) { return k == LayerKind{}; });
+  return plain_layers && !c.attn_bias && !c.attn_output_bias && !c.fused_qkv && !c.attn_sinks && c.n_expert == 0 &&
+         c.n_ff_shexp == 0 && !c.fused_gate_up_exps;
 }
 
 }  // namespace
@@ -25,11 +38,13 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   const gguf::Metadata& m = file.metadata();
   ModelConfig c;
   c.name = file.path();
-  c.arch = m.get_string("general.architecture");
-  if (!is_supported_arch(c.arch))
-    fail(file.path(), ": unsupported architecture '", c.arch, "' (supported: ", supported_archs(), ")",
-         c.arch == "dflash" ? "; it is a DFlash drafter: pass it with --draft" : "");
-  const std::string a = c.arch;
+  const std::string arch_value = m.get_string("general.architecture");
+  const std::optional<Arch> arch = parse_arch(arch_value);
+  if (!arch)
+    fail(file.path(), ": unsupported architecture '", arch_value, "' (supported: ", supported_archs(), ")",
+         arch_value == kDraftArch ? "; it is a DFlash drafter: pass it with --draft" : "");
+  const std::string a = arch_value;
+  const Arch A = *arch;
   c.n_layer = positive(m, key(a, "block_count"), m.get_i64(key(a, "block_count")));
   if (c.n_layer > 4096) m.fail_key(key(a, "block_count"), "is implausibly large (" + std::to_string(c.n_layer) + ")");
   c.n_embd = positive(m, key(a, "embedding_length"), m.get_i64(key(a, "embedding_length")));
@@ -45,11 +60,11 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   c.n_ff = positive(m, key(a, "feed_forward_length"), m.get_i64(key(a, "feed_forward_length")));
   // The architecture's options and defaults (RoPE type, norms, activation, scales) follow
   // from general.architecture alone, as in llama.cpp; keys below refine them.
-  set_arch_defaults(c, a);
+  set_arch_defaults(c, A);
   c.rms_eps = m.get_f32_or(key(a, "attention.layer_norm_rms_epsilon"), 1e-5f);
   c.rope_base_global = m.get_f32_or(key(a, "rope.freq_base"), c.rope_base_global);
   // muse-glimmer's local layers use the one base unless the file gives them their own (llama.cpp).
-  if (a == "muse-glimmer") c.rope_base_local = c.rope_base_global;
+  if (A == Arch::muse_glimmer) c.rope_base_local = c.rope_base_global;
   c.rope_base_local = m.get_f32_or(key(a, "rope.freq_base_swa"), c.rope_base_local);
   if (auto rd = m.get_i64_opt(key(a, "rope.dimension_count")); rd && *rd != c.head_dim)
     m.fail_key(key(a, "rope.dimension_count"), "partial rotary dimensions are not supported");
@@ -60,25 +75,28 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   if (auto cap = m.get_f32_opt(key(a, "final_logit_softcapping"))) {
     if (!(*cap > 0) || !std::isfinite(*cap)) m.fail_key(key(a, "final_logit_softcapping"), "must be positive");
     c.final_logit_softcap = *cap;
-  } else if (a == "muse-glimmer") {
+  } else if (A == Arch::muse_glimmer) {
     c.final_logit_softcap = 30.0f;  // llama.cpp's default when the key is absent (its converter always writes it)
   }
-  if (a == "muse-glimmer") {  // required, as llama.cpp requires it
+  if (A == Arch::muse_glimmer) {  // required, as llama.cpp requires it
     const float s = m.get_f32(key(a, "logit_scale"));
     if (!(s > 0) || !std::isfinite(s)) m.fail_key(key(a, "logit_scale"), "must be positive");
     c.logit_scale = s;
   }
   c.n_ctx = m.get_i64_or(key(a, "context_length"), 4096);
-  const gguf::TensorInfo& embd = file.tensor("token_embd.weight");
+  const gguf::TensorInfo& embd = file.tensor(tensor_name(TensorId::token_embd));
   c.n_vocab = m.get_i64_or(key(a, "vocab_size"), embd.n_dims >= 2 ? embd.ne[1] : 0);
   // muse-glimmer's head is never tied: without output.weight the tensor check below names it.
-  c.tied_output = a != "muse-glimmer" && file.find_tensor("output.weight") == nullptr;
+  c.tied_output = A != Arch::muse_glimmer && file.find_tensor(tensor_name(TensorId::output)) == nullptr;
 
   // Local layers: glimmer's window is optional (0: all global); gemma3 and muse-glimmer
   // always have one, as llama.cpp requires the key. llama files never have local layers.
   const std::string window_key = key(a, "attention.sliding_window");
-  const bool window_required = a == "gemma3" || a == "muse-glimmer";
-  c.sliding_window = window_required ? m.get_i64(window_key) : a == "glimmer" ? m.get_i64_or(window_key, 0) : 0;
+  const WindowKey window = arch_info(A).window;
+  const bool window_required = window == WindowKey::required;
+  c.sliding_window = window_required                 ? m.get_i64(window_key)
+                     : window == WindowKey::optional ? m.get_i64_or(window_key, 0)
+                                                     : 0;
   if (c.sliding_window < 0) m.fail_key(window_key, "is negative");
   if (window_required && c.sliding_window == 0) m.fail_key(window_key, "is 0 (" + a + " has sliding-window layers)");
   const std::string pattern_key = key(a, "attention.sliding_window_pattern");
@@ -96,12 +114,12 @@ ModelConfig config_from_gguf(const gguf::File& file) {
     if (period <= 0) m.fail_key(pattern_key, "must be a positive period (got " + std::to_string(period) + ")");
     c.is_local = period_pattern(c.n_layer, period);
   } else {
-    c.is_local = period_pattern(c.n_layer, default_pattern_period(a));
+    c.is_local = period_pattern(c.n_layer, arch_info(A).default_pattern_period);
   }
   // A gemma3 pattern the file states must leave some layer global: with none, no layer
   // would see past the window, which Gemma never does. (glimmer files may: a model cut
   // to fewer layers than one [L L L G] period is all local, and such files exist.)
-  if (a == "gemma3" && explicit_pattern && c.n_global_layers() == 0)
+  if (A == Arch::gemma3 && explicit_pattern && c.n_global_layers() == 0)
     m.fail_key(pattern_key, "marks every layer local (no global layer)");
   try {
     c.validate();
@@ -118,27 +136,32 @@ void check_tensor_shapes(const gguf::File& file, const std::vector<TensorShape>&
   for (const TensorShape& w : want) {
     const gguf::TensorInfo* t = file.find_tensor(w.name);
     if (t == nullptr) fail(file.path(), ": tensor '", w.name, "' is missing (", who, " needs it)");
-    const int64_t ne1 = t->n_dims >= 2 ? t->ne[1] : 1;
-    if (t->ne[0] != w.ne0 || ne1 != w.ne1 || t->n_dims > 2)
-      fail(file.path(), ": tensor '", w.name, "' has shape ", t->shape_string(), ", the config needs [", w.ne0,
-           (w.ne1 > 1 ? ", " + std::to_string(w.ne1) : std::string()), "]");
+    const int64_t ne1 = t->n_dims >= 2 ? t->ne[1] : 1, ne2 = t->n_dims >= 3 ? t->ne[2] : 1;
+    if (t->ne[0] != w.ne0 || ne1 != w.ne1 || ne2 != w.ne2 || t->n_dims > 3) {
+      std::string need;
+      for (int64_t d : w.dims()) need += (need.empty() ? "" : ", ") + std::to_string(d);
+      fail(file.path(), ": tensor '", w.name, "' has shape ", t->shape_string(), ", the config needs [", need, "]");
+    }
   }
 }
 
 void write_config(gguf::Metadata& m, const ModelConfig& c) {
   c.validate();
-  const std::string& a = c.arch;
+  const std::string a(arch_name(c.arch));
+  const Arch A = c.arch;
   // Options without a GGUF key of their own must be the architecture's, or the file
   // would read back as a different model.
   ModelConfig d = c;
-  set_arch_defaults(d, a);
+  set_arch_defaults(d, A);
   SQZ_CHECK(c.norm_placement == d.norm_placement && c.qk_norm == d.qk_norm && c.ffn_activation == d.ffn_activation &&
                 c.embd_scale == d.embd_scale && c.rope_type == d.rope_type && c.embd_norm == d.embd_norm &&
                 c.attn_gate == d.attn_gate && c.post_norm_eps == d.post_norm_eps && c.nope_global == d.nope_global,
             c.name, ": norm placement, QK-norm, activation, embedding scale and norm, attention gate, post-norm eps, ",
             "NoPE layers and RoPE type must be arch ", a, "'s to be stored in GGUF");
-  SQZ_CHECK(a == "muse-glimmer" || c.logit_scale == 1.0f, c.name, ": a logit scale needs the muse-glimmer architecture");
-  SQZ_CHECK(a != "muse-glimmer" || !c.tied_output, c.name, ": muse-glimmer has an untied output head");
+  SQZ_CHECK(forward_layout_is_default(c), c.name,
+            ": layer kinds, experts, biases, fused tensors and sinks have no GGUF keys for arch ", a, " yet");
+  SQZ_CHECK(A == Arch::muse_glimmer || c.logit_scale == 1.0f, c.name, ": a logit scale needs the muse-glimmer architecture");
+  SQZ_CHECK(A != Arch::muse_glimmer || !c.tied_output, c.name, ": muse-glimmer has an untied output head");
   m.set("general.architecture", Value::string(a));
   m.set(key(a, "block_count"), Value::u32(static_cast<uint32_t>(c.n_layer)));
   m.set(key(a, "context_length"), Value::u32(static_cast<uint32_t>(c.n_ctx)));
@@ -159,24 +182,24 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
     for (bool l : c.is_local) flags.push_back(Value::boolean(l));
     m.set(key(a, "attention.sliding_window_pattern"), Value::array(gguf::ValueType::Bool, std::move(flags)));
   };
-  if (a == "glimmer" && c.sliding_window > 0) {
+  if (A == Arch::glimmer && c.sliding_window > 0) {
     m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
     m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
     bool_pattern();
-  } else if (a == "gemma3" && c.sliding_window > 0) {
+  } else if (A == Arch::gemma3 && c.sliding_window > 0) {
     // As llama.cpp's converter writes gemma3: the window only; the base of local layers
     // and the pattern are written when they differ from what readers assume.
     m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
     if (c.rope_base_local != d.rope_base_local) m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
     if (c.is_local != d.is_local) bool_pattern();
-  } else if (a == "muse-glimmer" && c.sliding_window > 0) {
+  } else if (A == Arch::muse_glimmer && c.sliding_window > 0) {
     // As llama.cpp's converter writes muse-glimmer: window, per-layer pattern, logit scale
     // (the soft-cap is written above); a base of its own for local layers only when set.
     m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
     bool_pattern();
     m.set(key(a, "logit_scale"), Value::f32(c.logit_scale));
     if (c.rope_base_local != c.rope_base_global) m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
-  } else if (a == "gemma3" || a == "muse-glimmer") {
+  } else if (arch_info(A).window == WindowKey::required) {
     fail(c.name, ": ", a, " needs a sliding window (llama.cpp requires ", key(a, "attention.sliding_window"), ")");
   } else if (c.n_local_layers() > 0) {
     fail(c.name, ": local layers need the glimmer or gemma3 architecture");

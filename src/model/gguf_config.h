@@ -14,6 +14,7 @@
 #include "gguf/metadata.h"
 #include "gguf/reader.h"
 #include "model/config.h"
+#include "model/tensor_table.h"
 #include "text/tokenizer.h"
 
 namespace squeeze::model {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "model/kv_slots.h"
+#include "model/tensor_table.h"
 
 namespace squeeze::model {
 
@@ -149,7 +150,7 @@ std::string format_plan(const MemoryPlan& m) {
   char buf[512];
   std::string out;
   std::snprintf(buf, sizeof buf, "model %s (%s): %.2fB parameters, %lld layers, hidden %lld, heads %lld/%lld x %lld, FFN %lld, vocab %lld\n",
-                c.name.c_str(), c.arch.c_str(), m.n_params / 1e9, (long long)c.n_layer, (long long)c.n_embd,
+                c.name.c_str(), std::string(arch_name(c.arch)).c_str(), m.n_params / 1e9, (long long)c.n_layer, (long long)c.n_embd,
                 (long long)c.n_head, (long long)c.n_head_kv, (long long)c.head_dim, (long long)c.n_ff, (long long)c.n_vocab);
   out += buf;
   const ParamCount pc = count_params(c);

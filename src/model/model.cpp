@@ -2,6 +2,7 @@
 #include "model/model.h"
 
 #include "core/error.h"
+#include "model/forward.h"
 #include "model/gguf_config.h"
 
 namespace squeeze::model {
@@ -14,6 +15,7 @@ Model::Model(gguf::File file, ModelConfig config, text::Tokenizer tokenizer)
 std::unique_ptr<Model> Model::load(const std::string& path) {
   gguf::File file(path);
   ModelConfig config = config_from_gguf(file);
+  if (const std::string missing = forward_support_error(config); !missing.empty()) fail(path, ": ", missing);
   text::Tokenizer tokenizer = [&] {
     try {
       return text::Tokenizer(tokenizer_data_from_gguf(file.metadata()));

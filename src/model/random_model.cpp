@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "gguf/writer.h"
 #include "model/gguf_config.h"
+#include "model/tensor_table.h"
 #include "quant/quantize.h"
 #include "text/bpe_trainer.h"
 
@@ -92,22 +93,26 @@ std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<T
   std::vector<std::string> fallbacks;
   uint64_t tensor_seed = seed;
   for (const TensorShape& s : shapes) {
-    const bool is_norm = s.ne1 == 1;
-    gguf::GgmlType type = is_norm ? gguf::GgmlType::F32 : matrix_type;
+    // Norms (and a drafter's vectors) scatter around 1, biases and other parameters around
+    // 0; both stay F32. Matrices take the weight type.
+    const bool is_matrix = s.kind == TensorKind::matrix && !s.is_vector();
+    const bool around_one = s.kind == TensorKind::norm || (s.kind == TensorKind::matrix && s.is_vector());
+    gguf::GgmlType type = is_matrix ? matrix_type : gguf::GgmlType::F32;
     if (s.ne0 % gguf::ggml_type_info(type).block_size != 0) {
       fallbacks.push_back(s.name);
       type = gguf::GgmlType::F32;
     }
-    std::vector<int64_t> dims = is_norm ? std::vector<int64_t>{s.ne0} : std::vector<int64_t>{s.ne0, s.ne1};
     // Generated while the file is written, one tensor at a time, each from its own seed.
     tensor_seed = tensor_seed * 6364136223846793005ull + 1442695040888963407ull;
-    w.add_tensor({.name = s.name, .type = type, .dims = dims}, [s, type, is_norm, seed = tensor_seed](const gguf::ByteSink& out) {
-      std::mt19937_64 rng(seed);
-      std::normal_distribution<float> dist(is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 1.0f / std::sqrt(static_cast<float>(s.ne0)));
-      std::vector<float> data(static_cast<size_t>(s.elements()));
-      for (auto& v : data) v = dist(rng);
-      out(quant::quantize_tensor({.type = type, .src = data.data(), .rows = s.ne1, .cols = s.ne0}));
-    });
+    w.add_tensor({.name = s.name, .type = type, .dims = s.dims()},
+                 [s, type, is_matrix, around_one, seed = tensor_seed](const gguf::ByteSink& out) {
+                   std::mt19937_64 rng(seed);
+                   std::normal_distribution<float> dist(around_one ? 1.0f : 0.0f,
+                                                        is_matrix ? 1.0f / std::sqrt(static_cast<float>(s.ne0)) : 0.1f);
+                   std::vector<float> data(static_cast<size_t>(s.elements()));
+                   for (auto& v : data) v = dist(rng);
+                   out(quant::quantize_tensor({.type = type, .src = data.data(), .rows = s.ne1 * s.ne2, .cols = s.ne0}));
+                 });
   }
   return fallbacks;
 }

@@ -9,6 +9,7 @@
 #include "gguf/ggml_type.h"
 #include "model/memory_plan.h"
 #include "model/quant_rules.h"
+#include "model/tensor_table.h"
 
 namespace squeeze::model {
 
@@ -38,7 +39,7 @@ WeightEstimate estimate_weights(const ModelConfig& c, std::string_view type_name
   if (auto bpw = parse_bpw(name)) {
     SQZ_CHECK(*bpw > 0 && *bpw <= 32, "weight type '", type_name, "': bits per weight must be in (0, 32]");
     double bytes = 0;
-    for (const auto& t : tensors) bytes += t.ne1 == 1 ? 4.0 * t.ne0 : t.elements() * *bpw / 8.0;
+    for (const auto& t : tensors) bytes += t.kind != TensorKind::matrix || t.is_vector() ? 4.0 * t.elements() : t.elements() * *bpw / 8.0;
     est.bytes = static_cast<int64_t>(std::llround(bytes));
     est.description = name + " bits per weight on every matrix, norms F32";
   } else {
@@ -53,11 +54,11 @@ WeightEstimate estimate_weights(const ModelConfig& c, std::string_view type_name
               "weight type '", type_name, "' is not a weight storage type");
     std::map<std::string, int> count;  // type name → tensors
     for (const auto& t : tensors) {
-      const TensorRole role{.name = t.name, .row_length = t.ne0, .n_dims = t.ne1 == 1 ? 1 : 2, .layer = t.layer,
+      const TensorRole role{.name = t.name, .row_length = t.ne0, .n_dims = static_cast<int>(t.dims().size()), .layer = t.layer,
                             .n_layer = c.n_layer, .tied_output = c.tied_output};
       const GgmlType ty = fit_row_type(preset_tensor_type(*p, role), t.ne0, RowFallback::llama_cpp);
       const auto info = gguf::ggml_type_info(ty);
-      est.bytes += t.ne1 * (t.ne0 / info.block_size) * info.block_bytes;
+      est.bytes += t.ne1 * t.ne2 * (t.ne0 / info.block_size) * info.block_bytes;
       ++count[std::string(info.name)];
     }
     std::vector<std::pair<std::string, int>> order(count.begin(), count.end());

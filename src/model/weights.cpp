@@ -65,40 +65,102 @@ void dequantize_row(const quant::QMatrix& m, int64_t row, float* out) {
   tr.dequantize_row(static_cast<const uint8_t*>(m.data) + row * rb, out, m.cols);
 }
 
+quant::QMatrix ExpertStack::expert(int64_t e) const {
+  SQZ_CHECK(e >= 0 && e < n_expert, "expert ", e, " out of range [0, ", n_expert, ")");
+  const int64_t rows = all.rows / n_expert;
+  quant::QMatrix m = all;
+  m.rows = rows;
+  m.data = static_cast<const uint8_t*>(all.data) + e * rows * quant::row_bytes(all.type, all.cols);
+  m.packed = nullptr;
+  return m;
+}
+
+namespace {
+
+// Where a tensor of the table lands: a matrix bound to the file, a vector read as f32, or
+// a stack of experts.
+struct WeightSlot {
+  quant::QMatrix* matrix = nullptr;
+  std::vector<float>* values = nullptr;
+  ExpertStack* experts = nullptr;
+};
+
+WeightSlot slot_of(Weights& w, TensorId id, int64_t layer) {
+  if (id == TensorId::token_embd) return {.matrix = &w.token_embd};
+  if (id == TensorId::output_norm) return {.values = &w.output_norm};
+  if (id == TensorId::output) return {.matrix = &w.output};
+  LayerWeights& l = w.layers.at(static_cast<size_t>(layer));
+  switch (id) {
+    case TensorId::attn_norm: return {.values = &l.attn_norm};
+    case TensorId::attn_q: return {.matrix = &l.wq};
+    case TensorId::attn_q_bias: return {.values = &l.bq};
+    case TensorId::attn_k: return {.matrix = &l.wk};
+    case TensorId::attn_k_bias: return {.values = &l.bk};
+    case TensorId::attn_v: return {.matrix = &l.wv};
+    case TensorId::attn_v_bias: return {.values = &l.bv};
+    case TensorId::attn_qkv: return {.matrix = &l.wqkv};
+    case TensorId::attn_qkv_bias: return {.values = &l.bqkv};
+    case TensorId::attn_q_norm: return {.values = &l.q_norm};
+    case TensorId::attn_k_norm: return {.values = &l.k_norm};
+    case TensorId::attn_gate: return {.matrix = &l.attn_gate};
+    case TensorId::attn_sinks: return {.values = &l.attn_sinks};
+    case TensorId::attn_output: return {.matrix = &l.wo};
+    case TensorId::attn_output_bias: return {.values = &l.bo};
+    case TensorId::ssm_in_qkv: return {.matrix = &l.ssm_in_qkv};
+    case TensorId::ssm_in_gate: return {.matrix = &l.ssm_in_gate};
+    case TensorId::ssm_conv1d: return {.values = &l.ssm_conv1d};
+    case TensorId::ssm_dt_bias: return {.values = &l.ssm_dt_bias};
+    case TensorId::ssm_a: return {.values = &l.ssm_a};
+    case TensorId::ssm_beta: return {.matrix = &l.ssm_beta};
+    case TensorId::ssm_alpha: return {.matrix = &l.ssm_alpha};
+    case TensorId::ssm_norm: return {.values = &l.ssm_norm};
+    case TensorId::ssm_out: return {.matrix = &l.ssm_out};
+    case TensorId::post_attention_norm: return {.values = &l.post_attn_norm};
+    case TensorId::ffn_norm: return {.values = &l.ffn_norm};
+    case TensorId::ffn_gate: return {.matrix = &l.w_gate};
+    case TensorId::ffn_up: return {.matrix = &l.w_up};
+    case TensorId::ffn_down: return {.matrix = &l.w_down};
+    case TensorId::ffn_gate_inp: return {.matrix = &l.router};
+    case TensorId::ffn_gate_exps: return {.experts = &l.gate_exps};
+    case TensorId::ffn_up_exps: return {.experts = &l.up_exps};
+    case TensorId::ffn_gate_up_exps: return {.experts = &l.gate_up_exps};
+    case TensorId::ffn_down_exps: return {.experts = &l.down_exps};
+    case TensorId::ffn_gate_inp_shexp: return {.values = &l.shexp_gate_inp};
+    case TensorId::ffn_gate_shexp: return {.matrix = &l.shexp_gate};
+    case TensorId::ffn_up_shexp: return {.matrix = &l.shexp_up};
+    case TensorId::ffn_down_shexp: return {.matrix = &l.shexp_down};
+    case TensorId::post_ffw_norm: return {.values = &l.post_ffn_norm};
+    case TensorId::token_embd:
+    case TensorId::output_norm:
+    case TensorId::output:
+    case TensorId::count: break;
+  }
+  fail("tensor '", tensor_name(id, layer), "' has no place in a layer's weights");
+}
+
+}  // namespace
+
 Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
   Weights w;
-  w.token_embd = bind_matrix(f, "token_embd.weight");
   w.layers.resize(static_cast<size_t>(c.n_layer));
-  const bool pre = c.norm_placement != NormPlacement::post, post = c.norm_placement != NormPlacement::pre;
-  for (int64_t i = 0; i < c.n_layer; ++i) {
-    const std::string b = "blk." + std::to_string(i) + ".";
-    LayerWeights& l = w.layers[static_cast<size_t>(i)];
-    if (pre) l.attn_norm = read_f32(f, b + "attn_norm.weight");
-    l.wq = bind_matrix(f, b + "attn_q.weight");
-    l.wk = bind_matrix(f, b + "attn_k.weight");
-    l.wv = bind_matrix(f, b + "attn_v.weight");
-    if (c.qk_norm) {
-      l.q_norm = read_f32(f, b + "attn_q_norm.weight");
-      l.k_norm = read_f32(f, b + "attn_k_norm.weight");
-    }
-    if (c.attn_gate) l.attn_gate = bind_matrix(f, b + "attn_gate.weight");
-    l.wo = bind_matrix(f, b + "attn_output.weight");
-    if (post) l.post_attn_norm = read_f32(f, b + "post_attention_norm.weight");
-    if (pre) l.ffn_norm = read_f32(f, b + "ffn_norm.weight");
-    l.w_gate = bind_matrix(f, b + "ffn_gate.weight");
-    l.w_up = bind_matrix(f, b + "ffn_up.weight");
-    l.w_down = bind_matrix(f, b + "ffn_down.weight");
-    if (post) l.post_ffn_norm = read_f32(f, b + "post_ffw_norm.weight");
-  }
-  w.output_norm = read_f32(f, "output_norm.weight");
-  w.output = c.tied_output ? w.token_embd : bind_matrix(f, "output.weight");
   std::vector<PackJob> jobs;
-  const auto add = [&](quant::QMatrix& m, bool keep) {
-    if (m.data && m.rows > 0 && quant::packs(m.type)) jobs.push_back({&m, keep});
-  };
-  for (LayerWeights& l : w.layers)
-    for (quant::QMatrix* m : {&l.wq, &l.wk, &l.wv, &l.attn_gate, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m, false);
-  add(w.output, /*keep=*/c.tied_output);
+  for (const TensorShape& t : weight_tensors(c)) {
+    const WeightSlot s = slot_of(w, t.id, t.layer);
+    if (s.values) {
+      *s.values = read_f32(f, t.name);
+    } else if (s.experts) {
+      *s.experts = {.all = bind_matrix(f, t.name), .n_expert = t.ne2};
+    } else {
+      *s.matrix = bind_matrix(f, t.name);
+      // The embedding's rows stay as they are for the lookup; a tied head packs its own copy below.
+      if (t.id != TensorId::token_embd && s.matrix->rows > 0 && quant::packs(s.matrix->type))
+        jobs.push_back({s.matrix, false});
+    }
+  }
+  if (c.tied_output) {
+    w.output = w.token_embd;
+    if (quant::packs(w.output.type)) jobs.push_back({&w.output, /*keep=*/true});
+  }
   pack_all(f, jobs, w.packed_storage);
   return w;
 }

@@ -7,6 +7,7 @@
 #include "model/quant_rules.h"
 #include "quant/quantize.h"
 #include "quant/traits.h"
+#include "model/tensor_table.h"
 
 namespace squeeze::quantize {
 namespace {
@@ -55,7 +56,7 @@ SourceModel source_from_config(const model::ModelConfig& c) {
   c.validate();
   SourceModel m;
   for (const auto& t : model::weight_tensors(c))
-    m.tensors.push_back({.name = t.name, .dims = t.ne1 == 1 ? std::vector<int64_t>{t.ne0} : std::vector<int64_t>{t.ne0, t.ne1}});
+    m.tensors.push_back({.name = t.name, .dims = t.dims()});
   m.n_layer = c.n_layer;
   m.tied_output = c.tied_output;
   return m;

@@ -274,7 +274,7 @@ Json Server::models_json() const {
     }
     if (l->ctx.images) caps.push_back("multimodal");
     entry["capabilities"] = caps;
-    entry["meta"] = {{"architecture", c.arch},
+    entry["meta"] = {{"architecture", model::arch_name(c.arch)},
                      {"n_vocab", c.n_vocab},
                      {"n_ctx_train", c.n_ctx},
                      {"n_ctx_slot", l->ctx.n_ctx},
@@ -444,7 +444,7 @@ void Server::load() {
   l->ctx.model_id = model_id_for(p_);
   l->ctx.n_ctx = l->engine->n_ctx();
   l->ctx.max_tokens_limit = p_.max_tokens > 0 ? std::min(p_.max_tokens, l->ctx.n_ctx) : l->ctx.n_ctx;
-  l->ctx.muse_glimmer_output = c.arch == "muse-glimmer" && l->model->tokenizer().find_token("<|message|>").has_value();
+  l->ctx.muse_glimmer_output = c.arch == model::Arch::muse_glimmer && l->model->tokenizer().find_token("<|message|>").has_value();
   l->ctx.default_reasoning_effort = p_.reasoning_effort;
   l->ctx.json_limits = json_limits();
   l->ctx.parse_special_in_content = p_.parse_special_in_content;

@@ -20,7 +20,7 @@ using ParamLeaf = std::function<Var(std::string_view name)>;
 
 // Records the forward of B = tokens.size() / seq_len sequences (row b·seq_len + s is token
 // s of sequence b, at position s) and returns the logits [B·seq_len, n_vocab], mirroring
-// model/glimmer.cpp step for step: embed (× embd_scale, RMS-normalised?) → per layer
+// model/forward.cpp step for step: embed (× embd_scale, RMS-normalised?) → per layer
 // [pre-norm?, Q/K/V, QK-norm?, RoPE unless a NoPE global layer, attention (windowed on local
 // layers), × sigmoid(gate)?, output projection, post-norm?, residual, the same around the
 // SwiGLU FFN] → final norm → head → × logit scale → soft-cap?

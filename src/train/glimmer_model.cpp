@@ -10,6 +10,7 @@
 #include "model/gguf_config.h"
 #include "model/model.h"
 #include "train/glimmer_forward.h"
+#include "model/tensor_table.h"
 
 namespace squeeze::train {
 
@@ -21,7 +22,7 @@ GlimmerModel::GlimmerModel(model::ModelConfig config, text::TokenizerData tokeni
   SQZ_CHECK(static_cast<int64_t>(tokenizer_.tokens.size()) == config_.n_vocab, "the tokenizer has ",
             tokenizer_.tokens.size(), " tokens, the model config ", config_.n_vocab);
   for (const model::TensorShape& s : model::weight_tensors(config_)) {
-    Parameter p{.name = s.name, .cols = s.ne0, .rows = s.ne1, .layer = s.layer};
+    Parameter p{.name = s.name, .cols = s.ne0, .rows = s.ne1 * s.ne2, .layer = s.layer};
     p.value.assign(static_cast<size_t>(p.size()), 0.0f);
     p.grad.assign(static_cast<size_t>(p.size()), 0.0f);
     params_.push_back(std::move(p));

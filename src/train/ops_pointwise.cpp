@@ -1,6 +1,6 @@
 // train/ops_pointwise.cpp — elementwise ops of Muse Glimmer's forward: the sigmoid gate on
 // the attention output and the tanh soft-cap of the logits. Each computes its forward with
-// the expression model/glimmer.cpp uses, so float training matches inference.
+// the expression model/forward.cpp uses, so float training matches inference.
 #include <cmath>
 
 #include "train/ops.h"

@@ -2,7 +2,7 @@
 // (norm placement, QK-norm, GeGLU, embedding / attention scales, RoPE type and bases per
 // layer kind, local/global pattern, tied head, logit soft-cap) read from GGUF keys, and
 // the one forward pass checked per architecture against a float64 scalar reference
-// written here from the architectures' definitions, not from glimmer.cpp.
+// written here from the architectures' definitions, not from forward.cpp.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model/random_model.h"
 #include "model/session.h"
+#include "model/tensor_table.h"
 
 using namespace squeeze;
 using namespace squeeze::model;
@@ -124,7 +125,7 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
   // Gemma's and Muse Glimmer's options all come together with their architectures;
   // llama and glimmer have none. Both have QK-norm and sandwich norms; Muse Glimmer adds
   // the embedding norm, the output gate, NoPE global layers and the logit scale.
-  const bool gemma = c.arch == "gemma3", muse = c.arch == "muse-glimmer", sandwich = gemma || muse;
+  const bool gemma = c.arch == Arch::gemma3, muse = c.arch == Arch::muse_glimmer, sandwich = gemma || muse;
   const std::vector<float> ones(static_cast<size_t>(E), 1.0f);
   for (int64_t t = 0; t < n; ++t) {
     x[t].assign(emb.begin() + tokens[t] * E, emb.begin() + (tokens[t] + 1) * E);
@@ -257,7 +258,7 @@ TEST(ArchOptions, Gemma3FileRoundTrips) {
   EXPECT_FALSE(f.metadata().has("gemma3.attention.sliding_window_pattern"));
   EXPECT_FALSE(f.metadata().has("gemma3.rope.freq_base_swa"));
   const ModelConfig c = config_from_gguf(f);
-  EXPECT_EQ(c.arch, "gemma3");
+  EXPECT_EQ(c.arch, Arch::gemma3);
   EXPECT_EQ(c.is_local, want.is_local);
   EXPECT_EQ(c.sliding_window, 16);
   EXPECT_EQ(c.embd_scale, want.embd_scale);
@@ -327,7 +328,7 @@ TEST(ArchOptions, OptionsWithoutAKeyMustBeTheArchitectures) {
 TEST(ArchOptions, ForwardMatchesFloat64Reference) {
   ModelConfig glimmer = builtin_config("glimmer-tiny");
   ModelConfig llama = glimmer;
-  set_arch_defaults(llama, "llama");
+  set_arch_defaults(llama, Arch::llama);
   llama.sliding_window = 0, llama.is_local = all_global_pattern(llama.n_layer);
   expect_matches_reference(make_model(glimmer, "ref_glimmer.gguf"), 1e-4);
   expect_matches_reference(make_model(llama, "ref_llama.gguf"), 1e-4);
@@ -396,6 +397,6 @@ TEST(ArchOptions, Gemma3HeadDim256WithOneKvHead) {
   // the 270m's attention shape (4 / 1 heads of 256) at a small width
   ModelConfig c = gemma3_tiny();
   c.n_layer = 6, c.n_head = 4, c.n_head_kv = 1, c.head_dim = 256;
-  set_arch_defaults(c, "gemma3");
+  set_arch_defaults(c, Arch::gemma3);
   expect_matches_reference(make_model(c, "ref_gemma3_d256.gguf"), 1e-4);
 }

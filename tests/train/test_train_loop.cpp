@@ -38,7 +38,7 @@ model::ModelConfig tiny_config() {
 model::ModelConfig tiny_muse_config() {
   model::ModelConfig c = tiny_config();
   c.name = "loop-test-muse";
-  model::set_arch_defaults(c, "muse-glimmer");
+  model::set_arch_defaults(c, model::Arch::muse_glimmer);
   return c;
 }
 

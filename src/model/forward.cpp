@@ -1,4 +1,4 @@
-// model/glimmer.cpp — the one forward pass, for every architecture squeeze runs (glimmer,
+// model/forward.cpp — the one forward pass, for every architecture squeeze runs (glimmer,
 // llama = glimmer with every layer global, gemma3 and muse-glimmer = glimmer with their
 // options on), as straight-line named steps over the rows of one step (one or more
 // sequences' chunks, model/forward.h):
@@ -106,6 +106,20 @@ const char* step_op_name(StepOp op) {
                                                    "attention", "out proj", "ffn gate/up", "ffn act",
                                                    "ffn down",  "residual", "output head"};
   return kNames[static_cast<size_t>(op)];
+}
+
+std::string forward_support_error(const ModelConfig& c) {
+  std::string missing;
+  const auto lacks = [&](bool has, const char* what) {
+    if (has) missing += (missing.empty() ? "" : ", ") + std::string(what);
+  };
+  lacks(c.has_layer_kind(Mixer::linear_attention), "linear-attention layers");
+  lacks(c.has_layer_kind(Ffn::moe), "expert (MoE) layers");
+  lacks(c.attn_bias || c.attn_output_bias, "attention biases");
+  lacks(c.fused_qkv, "a fused Q/K/V tensor");
+  lacks(c.attn_sinks, "attention sinks");
+  if (missing.empty()) return {};
+  return "the forward pass does not implement " + missing + " yet";
 }
 
 int64_t logit_rows(std::span<const SequenceChunk> chunks) {
