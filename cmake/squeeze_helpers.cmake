@@ -21,7 +21,11 @@ endfunction()
 
 # squeeze_test(<name> <sources...> LIBS <libs...> [LABELS <labels...>]): one GoogleTest
 # executable, tests discovered by CTest. LABELS select stages: `tsan` = also run under
-# ThreadSanitizer by scripts/test (ctest -L tsan in build/tsan).
+# ThreadSanitizer by scripts/test (ctest -L tsan in build/tsan); `isa` = the suites that
+# exercise the kernels and the forward pass, run again on each lower kernel table
+# (SQUEEZE_ISA) by scripts/test. One label each: gtest_discover_tests cannot pass a list
+# through, and `ctest -L` matches labels as regular expressions, so a suite in both stages
+# carries `tsan_isa`.
 function(squeeze_test name)
   cmake_parse_arguments(T "" "" "LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_UNPARSED_ARGUMENTS})
