@@ -29,6 +29,11 @@ endfunction()
 function(squeeze_test name)
   cmake_parse_arguments(T "" "" "LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_UNPARSED_ARGUMENTS})
+  # Test sources compile in batches of 6 (one translation unit each): gtest and the JSON
+  # headers are parsed and instantiated once per batch, not once per file — most of the
+  # tests' compile time. Files whose anonymous-namespace helpers share names with a
+  # neighbour's are marked SKIP_UNITY_BUILD_INCLUSION in their CMakeLists.
+  set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)  # common/ test helpers
   set(props TIMEOUT 600)
