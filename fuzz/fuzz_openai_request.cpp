@@ -9,11 +9,12 @@
 #include <string>
 
 #include "model/model.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "serve/openai_api.h"
 
 using namespace squeeze;
 using namespace squeeze::serve;
+using squeeze::generate::ChatFormat;
 
 namespace {
 

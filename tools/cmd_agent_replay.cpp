@@ -25,7 +25,7 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "serve/agent_context.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 
 namespace {
 
@@ -123,7 +123,7 @@ int run_agent_replay(int argc, char** argv) {
   if (args.get_int("--steps") > 0 && size_t(args.get_int("--steps")) < trajectory.steps.size())
     trajectory.steps.resize(size_t(args.get_int("--steps")));
   const auto model = squeeze::model::Model::load(path);
-  const squeeze::serve::ChatFormat format(*model);
+  const squeeze::generate::ChatFormat format(*model);
   auto images = ImageInputs::from_args(args, *model);
   // Every screenshot encoded once up front (the feature cache): the replay measures the
   // language model's prefill, which is what retention and reuse change.

@@ -25,7 +25,7 @@
 #include "chat_cache.h"
 #include "chat_conversation.h"
 #include "reasoning.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -133,7 +133,7 @@ int run_chat(int argc, char** argv) {
   pthread_sigmask(SIG_UNBLOCK, &sigint, nullptr);
 
   const auto model = squeeze::model::Model::load(path);
-  const squeeze::serve::ChatFormat format(*model);  // no tokenizer.chat_template: a one-line error
+  const squeeze::generate::ChatFormat format(*model);  // no tokenizer.chat_template: a one-line error
   const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(args.get("--kv"), "--kv");
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
                                            .kv_type = kv_type});

@@ -10,7 +10,7 @@
 
 #include "args.h"
 #include "chat_conversation.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -108,7 +108,7 @@ int run_generate(int argc, char** argv) {
   }
   SQZ_CHECK(!speculation.speculator || !args.has("--dump"), "--dump runs without speculative decoding");
   const auto& tok = model->tokenizer();
-  std::optional<squeeze::serve::ChatFormat> format;
+  std::optional<squeeze::generate::ChatFormat> format;
   std::vector<int32_t> prompt;
   ReasoningSettings reasoning;
   if (chat) {

@@ -7,7 +7,7 @@
 #include "args.h"
 #include "command.h"
 #include "config_options.h"
-#include "serve/thinking_budget.h"
+#include "generate/thinking_budget.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/atomic_file.h"
@@ -149,7 +149,7 @@ int run_quantize(int argc, char** argv) {
     SQZ_CHECK(budgets.size() == 4, "--reasoning-budgets needs four counts: low,medium,high,xhigh (got ", budgets.size(), ")");
     const char* levels[] = {"low", "medium", "high", "xhigh"};
     for (size_t i = 0; i < 4; ++i)
-      ro.extra_metadata.emplace_back(std::string(squeeze::serve::kReasoningBudgetKeyPrefix) + levels[i],
+      ro.extra_metadata.emplace_back(std::string(squeeze::generate::kReasoningBudgetKeyPrefix) + levels[i],
                                      squeeze::gguf::Value::u32(static_cast<uint32_t>(budgets[i])));
   }
   const q::RunResult result = q::run_plan(plan, ro);

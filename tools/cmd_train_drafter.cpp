@@ -17,7 +17,7 @@
 #include "gguf/ggml_type.h"
 #include "model/draft_config.h"
 #include "model/model.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "train/draft_data.h"
 #include "train/draft_model.h"
 #include "train/draft_trainer.h"
@@ -99,7 +99,7 @@ int run_train_drafter(int argc, char** argv) {
   }
 
   const auto prompts = cli::read_prompt_file(args.get("--prompts"), *target, args.has("--chat"));
-  std::optional<serve::ChatFormat> format;  // its end-of-turn tokens end the continuations
+  std::optional<generate::ChatFormat> format;  // its end-of-turn tokens end the continuations
   if (args.has("--chat")) format.emplace(*target);
   const int64_t n_val = args.get_int("--val");
   SQZ_CHECK(static_cast<int64_t>(prompts.size()) > n_val, args.get("--prompts"), ": ", prompts.size(),

@@ -40,7 +40,7 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
   for (int32_t id = 0; id < tok.n_vocab(); ++id)
     if (tok.token_type(id) == text::TokenType::unused) banned.push_back(id);
   std::vector<float> masked;
-  serve::ThinkingBudget* const thinking = params.thinking;
+  generate::ThinkingBudget* const thinking = params.thinking;
   auto allowed = [&](std::span<const float> l) -> std::span<const float> {
     if (banned.empty() && !(thinking && thinking->restricts())) return l;
     masked.assign(l.begin(), l.end());
@@ -73,7 +73,7 @@ DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::S
     ++r.generated;
     *closed = false;
     if (!thinking) return emit_token(token);
-    serve::ThinkingBudget::Step step = thinking->push(token);
+    generate::ThinkingBudget::Step step = thinking->push(token);
     if (!emit_all(step.emit)) return false;
     if (!step.close) return true;
     *closed = true;

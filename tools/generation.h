@@ -13,7 +13,7 @@
 #include "args.h"
 #include "model/session.h"
 #include "model/speculative.h"
-#include "serve/thinking_budget.h"
+#include "generate/thinking_budget.h"
 #include "text/sampler.h"
 #include "text/stop.h"
 #include "text/tokenizer.h"
@@ -43,10 +43,10 @@ struct DecodeParams {
   // same either way: each draft is kept only when the sampler, walking the verified rows,
   // picks it itself.
   model::Speculator* speculator = nullptr;
-  // Reasoning effort enforced (serve/thinking_budget.h; null: none): its mask applies to
+  // Reasoning effort enforced (generate/thinking_budget.h; null: none): its mask applies to
   // every sample, and a forced close takes the unfinished word back from the cache and
   // runs the closing tokens instead.
-  serve::ThinkingBudget* thinking = nullptr;
+  generate::ThinkingBudget* thinking = nullptr;
   // Control tokens reach `emit` as their text (for an output parser such as Muse Glimmer's).
   bool render_control = false;
 };

@@ -6,12 +6,12 @@
 
 #include "chat_conversation.h"
 #include "core/error.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 
 namespace squeeze::cli {
 
 std::vector<std::vector<int32_t>> read_prompt_file(const std::string& path, const model::Model& model, bool chat) {
-  std::optional<serve::ChatFormat> format;
+  std::optional<generate::ChatFormat> format;
   if (chat) format.emplace(model);
   std::ifstream in(path);
   SQZ_CHECK(in.good(), path, ": cannot open");

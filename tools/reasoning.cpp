@@ -20,22 +20,22 @@ chat::Json ReasoningSettings::template_variables() const {
   return {{"reasoning_strength", level}, {"reasoning_effort", level}};
 }
 
-std::unique_ptr<serve::ThinkingBudget> ReasoningSettings::new_turn() const {
+std::unique_ptr<generate::ThinkingBudget> ReasoningSettings::new_turn() const {
   if (!muse || !budget) return nullptr;
-  return std::make_unique<serve::ThinkingBudget>(vocab, *budget);
+  return std::make_unique<generate::ThinkingBudget>(vocab, *budget);
 }
 
 ReasoningSettings reasoning_settings(const Args& args, const model::Model& model) {
   ReasoningSettings s;
-  const auto level = serve::reasoning_level(args.get("--reasoning-effort"));
+  const auto level = generate::reasoning_level(args.get("--reasoning-effort"));
   SQZ_CHECK(level, "--reasoning-effort must be none, minimal, low, medium, high or xhigh (got '",
             args.get("--reasoning-effort"), "')");
   s.level = *level;
-  s.muse = serve::ThinkingVocab::supports(model.tokenizer());
+  s.muse = generate::ThinkingVocab::supports(model.tokenizer());
   if (s.muse) {
-    s.vocab = std::make_shared<const serve::ThinkingVocab>(model.tokenizer());
+    s.vocab = std::make_shared<const generate::ThinkingVocab>(model.tokenizer());
     s.budget = args.has("--thinking-budget") ? args.get_int("--thinking-budget")
-                                             : serve::reasoning_budgets_from_metadata(model.file().metadata()).for_level(s.level);
+                                             : generate::reasoning_budgets_from_metadata(model.file().metadata()).for_level(s.level);
   } else {
     SQZ_CHECK(!args.has("--thinking-budget"), "--thinking-budget needs a model that thinks in Muse Glimmer's framing "
                                               "(<|start|> <|message|> <|eom|> <|eot|>); this one does not");

@@ -13,7 +13,7 @@
 #include "chat/muse_glimmer_output.h"
 #include "chat/value.h"
 #include "model/model.h"
-#include "serve/thinking_budget.h"
+#include "generate/thinking_budget.h"
 
 namespace squeeze::cli {
 
@@ -24,10 +24,10 @@ struct ReasoningSettings {
   std::string level = "high";       // low … xhigh ("none" / "minimal" become low)
   bool muse = false;                // the model thinks in Muse Glimmer's framing
   std::optional<int64_t> budget;    // thinking tokens per turn (muse only)
-  std::shared_ptr<const serve::ThinkingVocab> vocab;  // muse only: shared by every turn's budget
+  std::shared_ptr<const generate::ThinkingVocab> vocab;  // muse only: shared by every turn's budget
   chat::Json template_variables() const;  // reasoning_strength / reasoning_effort for the template
   // A fresh per-turn counter (null without a budget).
-  std::unique_ptr<serve::ThinkingBudget> new_turn() const;
+  std::unique_ptr<generate::ThinkingBudget> new_turn() const;
 };
 
 // From the options and the model: the level's budget from the file's squeeze.reasoning.*

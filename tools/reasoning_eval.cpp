@@ -16,7 +16,7 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "reasoning.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "text/rng.h"
 #include "train/loss_plot.h"
 
@@ -153,9 +153,9 @@ int run_reasoning_eval(const Args& args) {
   const auto problems = read_problems(args.get("--reasoning"), args.get_int("--problems"));
   const auto model = model::Model::load(path);
   const auto& tok = model->tokenizer();
-  SQZ_CHECK(serve::ThinkingBudget::supports(tok), path,
+  SQZ_CHECK(generate::ThinkingBudget::supports(tok), path,
             ": --reasoning needs a model that thinks in Muse Glimmer's framing (<|start|> <|message|> <|eom|> <|eot|>)");
-  const serve::ChatFormat format(*model);
+  const generate::ChatFormat format(*model);
   const ReasoningSettings chosen = reasoning_settings(args, *model);
 
   // One level when --reasoning-effort or --thinking-budget is given; else the no-thinking
@@ -168,7 +168,7 @@ int run_reasoning_eval(const Args& args) {
   } else if (args.has("--reasoning-effort") || args.has("--thinking-budget")) {
     settings.push_back({chosen.level + " (budget " + std::to_string(*chosen.budget) + ")", chosen.level, *chosen.budget});
   } else {
-    const auto budgets = serve::reasoning_budgets_from_metadata(model->file().metadata());
+    const auto budgets = generate::reasoning_budgets_from_metadata(model->file().metadata());
     settings.push_back({"no thinking (budget 0)", "high", 0});
     for (const char* level : {"low", "medium", "high", "xhigh"})
       settings.push_back({level, level, budgets.for_level(level)});
@@ -194,7 +194,7 @@ int run_reasoning_eval(const Args& args) {
       session.reset();
       const auto logits = session.forward(prompt);
       text::Sampler sampler({.temperature = 0});
-      serve::ThinkingBudget budget(chosen.vocab, s.budget);
+      generate::ThinkingBudget budget(chosen.vocab, s.budget);
       text::StopChecker checker({.eos_ids = stop_ids, .max_tokens = s.budget + answer_tokens});
       std::string text;
       std::vector<int32_t> run;

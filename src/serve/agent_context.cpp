@@ -22,7 +22,7 @@ int64_t evicted_screenshots(int64_t n, int64_t keep, int64_t batch) {
   return std::max<int64_t>(0, n - keep) / batch * batch;
 }
 
-AgentContext::AgentContext(model::Session& session, const ChatFormat& format, vision::ImageTokenIds tokens,
+AgentContext::AgentContext(model::Session& session, const generate::ChatFormat& format, vision::ImageTokenIds tokens,
                            AgentParams params)
     : session_(session), format_(format), tokens_(tokens), params_(std::move(params)) {
   evicted_screenshots(0, params_.keep, params_.batch);  // checks the policy

@@ -36,7 +36,7 @@
 
 #include "chat/value.h"
 #include "model/session.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "vision/image_features.h"
 #include "vision/image_prompt.h"
 
@@ -69,7 +69,7 @@ struct AgentSync {
 
 class AgentContext {
  public:
-  AgentContext(model::Session& session, const ChatFormat& format, vision::ImageTokenIds tokens, AgentParams params);
+  AgentContext(model::Session& session, const generate::ChatFormat& format, vision::ImageTokenIds tokens, AgentParams params);
 
   void set_system(std::string text) { system_ = std::move(text); }
   // A new observation: the screenshot's features and text shown with it.
@@ -95,7 +95,7 @@ class AgentContext {
     bool acted = false;
   };
   model::Session& session_;
-  const ChatFormat& format_;
+  const generate::ChatFormat& format_;
   vision::ImageTokenIds tokens_;
   AgentParams params_;
   std::string system_;

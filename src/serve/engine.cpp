@@ -65,7 +65,7 @@ struct Engine::Slot {
   std::vector<int32_t> verify;
   double draft_seconds = 0;
   // the request's thinking budget: tokens a forced close runs next, and the tokens it takes back
-  std::unique_ptr<ThinkingBudget> thinking;
+  std::unique_ptr<generate::ThinkingBudget> thinking;
   std::deque<int32_t> forced;
   int64_t take_back = -1;  // ≥ 0: a close is waiting for apply_take_back
   uint64_t last_used = 0;
@@ -183,8 +183,8 @@ void Engine::assign(Job job) {
     s.checker.emplace(text::StopParams{.eos_ids = job.req.stop_ids, .stop_strings = job.req.stop_strings,
                                        .max_tokens = job.req.max_tokens});
     if (job.req.thinking_budget >= 0 && !thinking_vocab_)
-      thinking_vocab_ = std::make_shared<const ThinkingVocab>(model_.tokenizer());  // once per engine
-    s.thinking = job.req.thinking_budget >= 0 ? std::make_unique<ThinkingBudget>(thinking_vocab_, job.req.thinking_budget)
+      thinking_vocab_ = std::make_shared<const generate::ThinkingVocab>(model_.tokenizer());  // once per engine
+    s.thinking = job.req.thinking_budget >= 0 ? std::make_unique<generate::ThinkingBudget>(thinking_vocab_, job.req.thinking_budget)
                                               : nullptr;
     s.forced.clear();
     s.take_back = -1;
@@ -292,7 +292,7 @@ void Engine::sample_next(Slot& s, std::span<float> masked) {
   std::vector<int32_t> out(1, next);
   bool closed = false;
   if (s.thinking) {
-    ThinkingBudget::Step step = s.thinking->push(next);
+    generate::ThinkingBudget::Step step = s.thinking->push(next);
     out = std::move(step.emit);
     if (step.close) {
       closed = true;

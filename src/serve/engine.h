@@ -38,7 +38,7 @@
 #include "model/forward.h"
 #include "model/speculative.h"
 #include "model/model.h"
-#include "serve/thinking_budget.h"
+#include "generate/thinking_budget.h"
 #include "text/sampler.h"
 #include "vision/image_features.h"
 
@@ -93,7 +93,7 @@ struct GenerationRequest {
   int top_logprobs = -1;                 // -1: no log-probabilities; 0..20: with that many alternatives
   // Added to a token's logit before sampling (OpenAI's logit_bias, -100..100; -100 bans).
   std::vector<std::pair<int32_t, float>> logit_bias;
-  // Thinking tokens allowed in the turn (serve/thinking_budget.h; the prompt ends with
+  // Thinking tokens allowed in the turn (generate/thinking_budget.h; the prompt ends with
   // `<|start|>assistant`); -1: no budget.
   int64_t thinking_budget = -1;
   // A prompt with images (vision/image_prompt.h): per prompt token, null or the image row
@@ -184,7 +184,7 @@ class Engine {
   std::vector<int64_t> tap_layers_;   // the drafter's
   std::vector<float> taps_;           // the step's tapped rows
   std::vector<int32_t> banned_;        // tokens of type `unused`: never sampled
-  std::shared_ptr<const ThinkingVocab> thinking_vocab_;  // Muse Glimmer framing: what every budget reads
+  std::shared_ptr<const generate::ThinkingVocab> thinking_vocab_;  // Muse Glimmer framing: what every budget reads
 
   mutable std::mutex mu_;              // guards queue_, stop_, draining_, stats_
   std::condition_variable cv_;

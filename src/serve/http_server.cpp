@@ -20,7 +20,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/model.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "serve/chat_page.h"
 #include "serve/connection_guard.h"
 #include "serve/engine.h"
@@ -57,7 +57,7 @@ bool keys_equal(const std::string& a, const std::string& b) {
 struct Loaded {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<model::Drafter> drafter;  // before the engine, which uses it
-  std::optional<ChatFormat> chat;
+  std::optional<generate::ChatFormat> chat;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<vision::VisionEncoder> encoder;  // with --mmproj
   std::unique_ptr<vision::FeatureCache> images;
@@ -448,7 +448,7 @@ void Server::load() {
   l->ctx.default_reasoning_effort = p_.reasoning_effort;
   l->ctx.json_limits = json_limits();
   l->ctx.parse_special_in_content = p_.parse_special_in_content;
-  l->ctx.reasoning_budgets = reasoning_budgets_from_metadata(l->model->file().metadata());
+  l->ctx.reasoning_budgets = generate::reasoning_budgets_from_metadata(l->model->file().metadata());
   if (!p_.mmproj_path.empty()) {
     l->ctx.image_tokens = vision::ImageTokenIds::of(l->model->tokenizer());
     l->encoder = std::make_unique<vision::VisionEncoder>(vision::load_projector_for(p_.mmproj_path, c.n_embd));

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "serve/content_literals.h"
+#include "generate/content_literals.h"
 #include "serve/data_url.h"
 
 namespace squeeze::serve {
@@ -198,7 +198,7 @@ void encode_images(PendingImages& pending, const ApiContext& ctx, ImageList& ima
 // A message's content as the template reads it: a string, or (with images) parts of
 // {"type": "text", "text"} and {"type": "image"} in their order.
 Json template_content(const Json& content, const std::string& where, const ApiContext& ctx, PendingImages* images,
-                      ContentLiterals* literals) {
+                      generate::ContentLiterals* literals) {
   const auto text_of = [&](const Json& s) {
     return literals ? literals->protect(s.get<std::string>()) : s.get<std::string>();
   };
@@ -232,7 +232,7 @@ Json template_content(const Json& content, const std::string& where, const ApiCo
 // arguments (JSON strings on the wire) decoded to objects, reasoning_content kept.
 // Content of user, tool and assistant messages goes through `literals` (when given): the
 // control-token texts it spells stay text. System messages are the operator's.
-Json template_messages(const Json& body, const ApiContext& ctx, PendingImages* images, ContentLiterals* literals) {
+Json template_messages(const Json& body, const ApiContext& ctx, PendingImages* images, generate::ContentLiterals* literals) {
   if (!body.contains("messages")) throw bad("messages", "'messages' is required");
   const Json& in = body["messages"];
   if (!in.is_array() || in.empty()) throw bad("messages", "'messages' must be a non-empty list");
@@ -245,7 +245,7 @@ Json template_messages(const Json& body, const ApiContext& ctx, PendingImages* i
     if (role == "developer") role = "system";
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       throw bad(where, where + ": unknown role '" + role + "'");
-    ContentLiterals* lit = role == "system" ? nullptr : literals;
+    generate::ContentLiterals* lit = role == "system" ? nullptr : literals;
     Json t = {{"role", role}, {"content", template_content(m.contains("content") ? m["content"] : Json(), where, ctx, images, lit)}};
     if (role == "assistant") {
       if (m.contains("reasoning_content") && m["reasoning_content"].is_string())
@@ -310,12 +310,12 @@ Json parse_body(const std::string& body, const JsonLimits& limits) {
   return std::move(j.value);
 }
 
-// The request's reasoning level: reasoning_effort (serve::reasoning_level), else the
+// The request's reasoning level: reasoning_effort (generate::reasoning_level), else the
 // server's default.
 std::string reasoning_level(const Json& body, const ApiContext& ctx) {
   if (!body.contains("reasoning_effort") || body["reasoning_effort"].is_null()) return ctx.default_reasoning_effort;
   if (!body["reasoning_effort"].is_string()) throw bad("reasoning_effort", "'reasoning_effort' must be a string");
-  const auto level = serve::reasoning_level(body["reasoning_effort"].get<std::string>());
+  const auto level = generate::reasoning_level(body["reasoning_effort"].get<std::string>());
   if (!level) throw bad("reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
   return *level;
 }
@@ -324,7 +324,7 @@ std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* ha
                                std::vector<std::pair<size_t, size_t>>* literal_ranges) {
   if (!ctx.chat) throw ApiError(400, "this model has no chat template (tokenizer.chat_template); use /v1/completions");
   PendingImages pending;
-  std::optional<ContentLiterals> literals;
+  std::optional<generate::ContentLiterals> literals;
   if (!ctx.parse_special_in_content) literals.emplace(ctx.chat->control_texts());
   const Json messages = template_messages(body, ctx, images ? &pending : nullptr, literals ? &*literals : nullptr);
   if (images) encode_images(pending, ctx, *images);

@@ -18,11 +18,11 @@
 
 #include "chat/muse_glimmer_output.h"
 #include "core/bounded_json.h"
-#include "serve/thinking_budget.h"
+#include "generate/thinking_budget.h"
 #include "chat/tool_params.h"
 #include "chat/value.h"
 #include "model/model.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "serve/engine.h"
 #include "vision/image_features.h"
 #include "vision/image_prompt.h"
@@ -43,13 +43,13 @@ chat::Json parse_body(const std::string& body, const JsonLimits& limits = {});
 // What the server knows that a request is checked against.
 struct ApiContext {
   const model::Model* model = nullptr;
-  const ChatFormat* chat = nullptr;   // null: the model has no chat template (chat endpoints 400)
+  const generate::ChatFormat* chat = nullptr;   // null: the model has no chat template (chat endpoints 400)
   std::string model_id;               // what /v1/models lists and requests may name
   int64_t n_ctx = 0;                  // context per slot
   int64_t max_tokens_limit = 0;       // largest max_tokens a request may ask for
   bool muse_glimmer_output = false;   // parse the output as Muse Glimmer's framing
   std::string default_reasoning_effort = "high";
-  ReasoningBudgets reasoning_budgets;  // thinking tokens per level (the model's squeeze.reasoning.*)
+  generate::ReasoningBudgets reasoning_budgets;  // thinking tokens per level (the model's squeeze.reasoning.*)
   // Images: the projector's feature cache (null: the server takes no images), the model's
   // image tokens, and the threads that encode (the request's thread waits for them).
   vision::FeatureCache* images = nullptr;
@@ -82,7 +82,7 @@ PreparedRequest prepare_completion(const chat::Json& body, const ApiContext& ctx
 // gives it, for /apply-template and prepare_chat.
 // Image parts render as the template's placeholder; their features are appended to
 // `images` when given (decoded and encoded, or found in the cache), else not computed.
-// Control-token texts in user, tool and assistant content stay text (serve/content_literals.h)
+// Control-token texts in user, tool and assistant content stay text (generate/content_literals.h)
 // unless ctx.parse_special_in_content; their byte ranges in the result go to *literal_ranges.
 std::string render_chat_prompt(const chat::Json& body, const ApiContext& ctx, bool* has_tools = nullptr,
                                std::vector<std::shared_ptr<const vision::ImageFeatures>>* images = nullptr,

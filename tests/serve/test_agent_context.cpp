@@ -26,7 +26,7 @@ namespace {
 
 struct Fixture {
   std::unique_ptr<model::Model> model = model::Model::load(SQUEEZE_SOURCE_DIR "/models/muse-glimmer-kjv.f16.gguf");
-  ChatFormat chat{*model};
+  generate::ChatFormat chat{*model};
   vision::VisionEncoder encoder = vision::VisionEncoder::random(vision::small_encoder_config(256), 11);
   vision::FeatureCache cache{encoder, [] {
                                vision::PreprocessOptions o;

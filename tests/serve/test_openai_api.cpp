@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "common/base64.h"
 #include "serve/openai_api.h"
 #include "vision/encoder.h"
@@ -22,7 +22,7 @@ namespace {
 
 struct Fixture {
   std::unique_ptr<model::Model> model = model::Model::load(SQUEEZE_SOURCE_DIR "/models/muse-glimmer-kjv.f16.gguf");
-  ChatFormat chat{*model};
+  generate::ChatFormat chat{*model};
   ApiContext ctx;
   Fixture() {
     ctx.model = model.get();
@@ -257,7 +257,7 @@ TEST(OpenAiRequest, ImagePartsWidenToTheImagesTokens) {
   EXPECT_EQ(status(with({{"type", "image_url"}}), ctx), 400);
   EXPECT_EQ(param, "messages[0]");
   // A text part spelling the placeholder cannot smuggle in an image without features: it
-  // stays text (serve/content_literals.h), or, parsed as the ecosystem does, is refused.
+  // stays text (generate/content_literals.h), or, parsed as the ecosystem does, is refused.
   EXPECT_EQ(status(with({{"type", "text"}, {"text", "<|patch|>"}}), ctx), 200);
   ApiContext parsing = ctx;
   parsing.parse_special_in_content = true;

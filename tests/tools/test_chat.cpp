@@ -16,7 +16,7 @@
 
 #include "chat_cache.h"
 #include "chat_conversation.h"
-#include "serve/chat_format.h"
+#include "generate/chat_format.h"
 #include "common/thrown_message.h"
 #include "model/config.h"
 #include "model/model.h"
@@ -128,7 +128,7 @@ TEST(ChatFormat, OneBosAndTheTemplatesEndOfTurnTokenStops) {
   const auto m = random_model(kTemplate);
   const auto& tok = m->tokenizer();
   ASSERT_TRUE(tok.adds_bos());
-  const serve::ChatFormat f(*m);
+  const generate::ChatFormat f(*m);
   const auto ids = f.encode(chat::Json::array({{{"role", "user"}, {"content", "Hi"}}}), true);
   ASSERT_GE(ids.size(), 3u);
   EXPECT_EQ(ids[0], tok.bos_id());
@@ -142,7 +142,7 @@ TEST(ChatFormat, OneBosAndTheTemplatesEndOfTurnTokenStops) {
 
 TEST(ChatFormat, AModelWithoutATemplateIsAnErrorNamingTheKey) {
   const auto m = random_model("");
-  const std::string msg = thrown_message([&] { serve::ChatFormat f(*m); });
+  const std::string msg = thrown_message([&] { generate::ChatFormat f(*m); });
   EXPECT_NE(msg.find("tokenizer.chat_template"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }

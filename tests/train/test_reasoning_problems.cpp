@@ -12,7 +12,7 @@
 using namespace squeeze::train;
 
 TEST(ReasoningProblems, EffortNames) {
-  // (The level names' parsing, none / minimal → low, is serve::reasoning_level's, tested
+  // (The level names' parsing, none / minimal → low, is generate::reasoning_level's, tested
   // in tests/serve/test_thinking_budget.cpp.)
   EXPECT_EQ(effort_name(Effort::medium), "medium");
 }

@@ -1,11 +1,11 @@
-// serve/chat_format.cpp — chat template rendering to token ids, and end-of-turn tokens.
-#include "serve/chat_format.h"
+// generate/chat_format.cpp — chat template rendering to token ids, and end-of-turn tokens.
+#include "generate/chat_format.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 
-namespace squeeze::serve {
+namespace squeeze::generate {
 namespace {
 
 std::string template_source(const model::Model& model) {
@@ -94,4 +94,4 @@ void ChatFormat::find_stop_ids(const model::Model& model) {
   }
 }
 
-}  // namespace squeeze::serve
+}  // namespace squeeze::generate

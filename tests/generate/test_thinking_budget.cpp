@@ -1,4 +1,4 @@
-// tests/serve/test_thinking_budget.cpp — the per-turn thinking budget on a real byte-level
+// tests/generate/test_thinking_budget.cpp — the per-turn thinking budget on a real byte-level
 // BPE vocabulary with Muse Glimmer's specials: tokens pass through in order under the
 // budget; at the budget the thinking closes at the last word boundary (the unfinished
 // word taken back), the closing tokens follow, and `self` cannot be reopened; one counter
@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "serve/thinking_budget.h"
+#include "generate/thinking_budget.h"
 #include "text/tokenizer.h"
 #include "train/corpus.h"
 #include "train/muse_specials.h"
 
 using namespace squeeze;
-using serve::ThinkingBudget;
+using generate::ThinkingBudget;
 
 namespace {
 
@@ -154,15 +154,15 @@ TEST(ThinkingBudget, RefusesVocabulariesWithoutTheFraming) {
 }
 
 TEST(ReasoningLevel, NamesAndTheLowestLevel) {
-  EXPECT_EQ(serve::reasoning_level("low"), "low");
-  EXPECT_EQ(serve::reasoning_level("xhigh"), "xhigh");
-  EXPECT_EQ(serve::reasoning_level("none"), "low");  // never the template's default
-  EXPECT_EQ(serve::reasoning_level("minimal"), "low");
-  EXPECT_FALSE(serve::reasoning_level("max").has_value());
+  EXPECT_EQ(generate::reasoning_level("low"), "low");
+  EXPECT_EQ(generate::reasoning_level("xhigh"), "xhigh");
+  EXPECT_EQ(generate::reasoning_level("none"), "low");  // never the template's default
+  EXPECT_EQ(generate::reasoning_level("minimal"), "low");
+  EXPECT_FALSE(generate::reasoning_level("max").has_value());
 }
 
 TEST(ThinkingBudget, SharesOneVocabularyAndRestrictsOnlyWhileASelfHeaderIsPossible) {
-  const auto vocab = std::make_shared<const serve::ThinkingVocab>(tokenizer());
+  const auto vocab = std::make_shared<const generate::ThinkingVocab>(tokenizer());
   ThinkingBudget spent(vocab, 0), open(vocab, 5);
   EXPECT_TRUE(spent.restricts());   // header, budget 0
   EXPECT_FALSE(open.restricts());   // thinking still allowed
@@ -171,7 +171,7 @@ TEST(ThinkingBudget, SharesOneVocabularyAndRestrictsOnlyWhileASelfHeaderIsPossib
 }
 
 TEST(ReasoningBudgets, LevelsAndDefaults) {
-  serve::ReasoningBudgets b;
+  generate::ReasoningBudgets b;
   b.tokens = {1, 2, 3, 4};
   EXPECT_EQ(b.for_level("none"), 1);
   EXPECT_EQ(b.for_level("minimal"), 1);

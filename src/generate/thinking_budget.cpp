@@ -1,11 +1,11 @@
-// serve/thinking_budget.cpp — the per-turn thinking counter and its forced close.
-#include "serve/thinking_budget.h"
+// generate/thinking_budget.cpp — the per-turn thinking counter and its forced close.
+#include "generate/thinking_budget.h"
 
 #include <cmath>
 
 #include "core/error.h"
 
-namespace squeeze::serve {
+namespace squeeze::generate {
 
 namespace {
 
@@ -202,4 +202,4 @@ std::vector<int32_t> ThinkingBudget::finish() {
   return out;
 }
 
-}  // namespace squeeze::serve
+}  // namespace squeeze::generate

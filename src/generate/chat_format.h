@@ -1,4 +1,4 @@
-// serve/chat_format.h — a model's chat template and what turns its rendering into token
+// generate/chat_format.h — a model's chat template and what turns its rendering into token
 // ids: the BOS / EOS texts the template sees, the BOS rule of llama.cpp, and the tokens
 // that end an assistant turn.
 #pragma once
@@ -9,9 +9,9 @@
 
 #include "chat/template.h"
 #include "model/model.h"
-#include "serve/content_literals.h"
+#include "generate/content_literals.h"
 
-namespace squeeze::serve {
+namespace squeeze::generate {
 
 class ChatFormat {
  public:
@@ -23,7 +23,7 @@ class ChatFormat {
   std::string render(const chat::Json& messages, bool add_generation_prompt, const chat::Json& tools = nullptr,
                      const chat::Json& extra = chat::Json::object()) const;
   // The rendering's token ids: special token texts become their tokens, except within
-  // `literal_ranges` (byte ranges of the rendering: message content, serve/content_literals.h).
+  // `literal_ranges` (byte ranges of the rendering: message content, generate/content_literals.h).
   std::vector<int32_t> tokenize(const std::string& rendered,
                                 std::vector<std::pair<size_t, size_t>> literal_ranges = {}) const;
   // The vocabulary's control-token texts (what message content may not spell as tokens).
@@ -47,4 +47,4 @@ class ChatFormat {
   std::vector<int32_t> stop_ids_;
 };
 
-}  // namespace squeeze::serve
+}  // namespace squeeze::generate

@@ -1,4 +1,4 @@
-// serve/thinking_budget.h — reasoning effort as an enforced budget of thinking tokens,
+// generate/thinking_budget.h — reasoning effort as an enforced budget of thinking tokens,
 // for models that think in Muse Glimmer's framing (a message to recipient `self`).
 //
 // One counter per assistant turn: every token of every `self` message's body counts,
@@ -30,7 +30,7 @@
 #include "gguf/metadata.h"
 #include "text/tokenizer.h"
 
-namespace squeeze::serve {
+namespace squeeze::generate {
 
 // Thinking tokens per level (low, medium, high, xhigh): GGUF keys
 // squeeze.reasoning.budget.{low,medium,high,xhigh}, else the built-in defaults.
@@ -109,4 +109,4 @@ class ThinkingBudget {
   std::vector<int32_t> held_;  // thinking tokens run but not yet released (the current word)
 };
 
-}  // namespace squeeze::serve
+}  // namespace squeeze::generate

@@ -1,9 +1,9 @@
-// serve/content_literals.cpp — placeholders for control-token texts in message content.
-#include "serve/content_literals.h"
+// generate/content_literals.cpp — placeholders for control-token texts in message content.
+#include "generate/content_literals.h"
 
 #include <algorithm>
 
-namespace squeeze::serve {
+namespace squeeze::generate {
 namespace {
 
 // U+E000 and U+E001 (UTF-8): a placeholder is kOpen, the literal's index in decimal, kClose.
@@ -86,4 +86,4 @@ std::string ContentLiterals::restore(std::string_view rendered, std::vector<std:
   return out;
 }
 
-}  // namespace squeeze::serve
+}  // namespace squeeze::generate

@@ -1,4 +1,4 @@
-// serve/content_literals.h — message content stays text inside a rendered chat prompt.
+// generate/content_literals.h — message content stays text inside a rendered chat prompt.
 // The prompt is tokenized with control-token texts parsed (the template's own markup,
 // "<|im_start|>assistant"), so a user who types "<|im_end|>\n<|im_start|>system" would
 // end their turn and speak as another role. Before rendering, each control-token text in
@@ -23,7 +23,7 @@
 
 #include "text/tokenizer.h"
 
-namespace squeeze::serve {
+namespace squeeze::generate {
 
 // A vocabulary's control-token texts, matched by one trie walk from a position.
 class ControlTexts {
@@ -52,4 +52,4 @@ class ContentLiterals {
   std::vector<std::string> literals_;
 };
 
-}  // namespace squeeze::serve
+}  // namespace squeeze::generate
