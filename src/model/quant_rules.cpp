@@ -16,24 +16,25 @@ using gguf::GgmlType;
 
 namespace {
 
-
-// general.file_type (llama_ftype) of a file that is "mostly" `t`.
-uint32_t pure_file_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::BF16: return 32;
-    default: return 0;
-  }
-}
+// general.file_type (llama_ftype) of a file that is mostly one type; the K-quants' are
+// llama.cpp's "_S" presets (mostly Q4_K / Q5_K).
+struct MostlyType {
+  GgmlType type;
+  uint32_t file_type;
+};
+constexpr MostlyType kMostlyFileTypes[] = {
+    {GgmlType::F32, 0},   {GgmlType::F16, 1},   {GgmlType::Q4_0, 2},  {GgmlType::Q4_1, 3},
+    {GgmlType::Q8_0, 7},  {GgmlType::Q5_0, 8},  {GgmlType::Q5_1, 9},  {GgmlType::Q4_K, 14},
+    {GgmlType::Q5_K, 16}, {GgmlType::Q6_K, 18}, {GgmlType::BF16, 32},
+};
 
 }  // namespace
+
+uint32_t mostly_file_type(GgmlType t) {
+  for (const MostlyType& m : kMostlyFileTypes)
+    if (m.type == t) return m.file_type;
+  return 0;
+}
 
 std::optional<QuantPreset> find_quant_preset(std::string_view name_in) {
   const std::string name = upper_ascii(name_in);
@@ -46,7 +47,7 @@ std::optional<QuantPreset> find_quant_preset(std::string_view name_in) {
   if (name == "Q5_0") return QuantPreset{name, GgmlType::Q5_0, GgmlType::Q6_K, false, 8};
   if (name == "Q5_1") return QuantPreset{name, GgmlType::Q5_1, GgmlType::Q6_K, false, 9};
   if (name == "Q6_K") return QuantPreset{name, GgmlType::Q6_K, GgmlType::Q6_K, false, 18};
-  if (auto t = gguf::ggml_type_from_name(name)) return QuantPreset{name, *t, *t, false, pure_file_type(*t)};
+  if (auto t = gguf::ggml_type_from_name(name)) return QuantPreset{name, *t, *t, false, mostly_file_type(*t)};
   return std::nullopt;
 }
 

@@ -38,6 +38,10 @@ std::string upper_ascii(std::string_view s);
 // nullopt when neither.
 std::optional<QuantPreset> find_quant_preset(std::string_view name);
 
+// general.file_type (llama_ftype) of a file that is mostly type `t`; 0 (all F32) when
+// llama_ftype has no such value.
+uint32_t mostly_file_type(gguf::GgmlType t);
+
 // llama.cpp's use_more_bits(i, n).
 bool more_bits_layer(int64_t layer, int64_t n_layer);
 

@@ -167,19 +167,7 @@ uint32_t mostly_file_type(const Plan& plan) {
   int64_t most = -1;
   for (const auto& [t, n] : elements)
     if (n > most) best = t, most = n;
-  switch (best) {
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q4_K: return 14;  // "mostly Q4_K" (Q4_K_S)
-    case GgmlType::Q5_K: return 16;  // "mostly Q5_K" (Q5_K_S)
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::BF16: return 32;
-    default: return 0;
-  }
+  return model::mostly_file_type(best);
 }
 
 void source_rows_f32(ThreadPool& pool, const SourceTensor& src, int64_t row0, int64_t n, float* dst) {
