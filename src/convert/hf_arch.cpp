@@ -75,7 +75,8 @@ class HfConfig {
       }
     }
     if (const json* rs = find("rope_scaling")) {
-      const bool neutral = rs->is_object() && rs->value("rope_type", rs->value("type", std::string("default"))) == "default";
+      const bool neutral =
+          rs->is_object() && rs->value("rope_type", rs->value("type", std::string("default"))) == "default";
       if (!neutral) fail(where_, ": rope_scaling ", rs->dump(), " is not supported");
     }
     return theta;
@@ -266,7 +267,8 @@ void plan_muse_glimmer(const HfConfig& h, ConvertPlan& p, float& qk_scale) {
   read_common(h, c);
   model::set_arch_defaults(c, model::Arch::muse_glimmer);
   check_activation(h, "hidden_activation", "silu");
-  if (h.boolean_or("tie_word_embeddings", false)) fail(h.where(), ": tie_word_embeddings is true; muse-glimmer's head is untied");
+  if (h.boolean_or("tie_word_embeddings", false))
+    fail(h.where(), ": tie_word_embeddings is true; muse-glimmer's head is untied");
   c.rms_eps = static_cast<float>(h.number_or("rms_norm_eps", 1e-5));
   c.post_norm_eps = static_cast<float>(h.number_or("post_norm_eps", 1e-8));
   if (c.post_norm_eps != 1e-8f)  // llama.cpp's graph fixes it; a file cannot say otherwise
@@ -289,7 +291,8 @@ void plan_muse_glimmer(const HfConfig& h, ConvertPlan& p, float& qk_scale) {
         fail(h.where(), ": layer_rope_theta[", i, "] must be a number >= 0");
       const double t = v.get<double>();
       if ((t == 0) == c.is_local[static_cast<size_t>(i)])
-        fail(h.where(), ": layer_rope_theta[", i, "] is ", t, " on a ", c.is_local[static_cast<size_t>(i)] ? "sliding" : "full",
+        fail(h.where(), ": layer_rope_theta[", i, "] is ", t, " on a ",
+             c.is_local[static_cast<size_t>(i)] ? "sliding" : "full",
              " layer; squeeze runs RoPE on exactly the sliding layers");
     }
   }
@@ -301,7 +304,7 @@ void plan_muse_glimmer(const HfConfig& h, ConvertPlan& p, float& qk_scale) {
 // the text model's config and tensors live, and the reader of that config.
 struct HfClass {
   std::string_view name;
-  const char* text_config;    // the sub-object holding the text model's config; null: the root
+  const char* text_config;  // the sub-object holding the text model's config; null: the root
   const char* tensor_prefix;
   void (*plan)(const HfConfig&, ConvertPlan&, float& qk_scale);
 };

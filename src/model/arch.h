@@ -18,7 +18,7 @@ enum class WindowKey : uint8_t { none, optional, required };
 
 struct ArchInfo {
   Arch arch;
-  std::string_view name;           // general.architecture
+  std::string_view name;  // general.architecture
   // The local/global period when a file names none: layer i is local unless it closes a
   // period (model/config.h period_pattern); 0 = every layer global.
   int64_t default_pattern_period;

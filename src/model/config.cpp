@@ -99,17 +99,16 @@ void ModelConfig::validate() const {
   SQZ_CHECK(n_head % n_head_kv == 0, who, ": n_head_kv (", n_head_kv, ") must divide n_head (", n_head, ")");
   SQZ_CHECK(head_dim % 2 == 0, who, ": head_dim (", head_dim, ") must be even for RoPE");
   SQZ_CHECK(std::isfinite(rms_eps) && rms_eps > 0, who, ": rms_eps must be positive (got ", rms_eps, ")");
-  SQZ_CHECK(std::isfinite(rope_base_global) && rope_base_global > 0, who,
-            ": rope_base_global must be positive (got ", rope_base_global, ")");
-  SQZ_CHECK(std::isfinite(rope_base_local) && rope_base_local > 0, who,
-            ": rope_base_local must be positive (got ", rope_base_local, ")");
+  SQZ_CHECK(std::isfinite(rope_base_global) && rope_base_global > 0, who, ": rope_base_global must be positive (got ",
+            rope_base_global, ")");
+  SQZ_CHECK(std::isfinite(rope_base_local) && rope_base_local > 0, who, ": rope_base_local must be positive (got ",
+            rope_base_local, ")");
   SQZ_CHECK(sliding_window >= 0 && sliding_window <= (int64_t{1} << 24), who,
             ": sliding_window must be in [0, 2^24] (got ", sliding_window, ")");
   SQZ_CHECK(static_cast<int64_t>(is_local.size()) == n_layer, who, ": is_local has ", is_local.size(),
             " entries for n_layer ", n_layer);
   const int64_t local = n_local_layers();
-  SQZ_CHECK(local == 0 || sliding_window > 0, who, ": is_local marks ", local,
-            " local layers but sliding_window is 0");
+  SQZ_CHECK(local == 0 || sliding_window > 0, who, ": is_local marks ", local, " local layers but sliding_window is 0");
   SQZ_CHECK(arch_info(arch).window != WindowKey::none || local == 0, who, ": arch ", arch_name(arch),
             " has no local layers (is_local marks ", local, ")");
   SQZ_CHECK(std::isfinite(embd_scale) && embd_scale > 0, who, ": embd_scale must be positive (got ", embd_scale, ")");
@@ -118,7 +117,8 @@ void ModelConfig::validate() const {
             ": final_logit_softcap must be >= 0 (got ", final_logit_softcap, ")");
   SQZ_CHECK(std::isfinite(post_norm_eps) && post_norm_eps >= 0, who, ": post_norm_eps must be >= 0 (got ",
             post_norm_eps, ")");
-  SQZ_CHECK(std::isfinite(logit_scale) && logit_scale > 0, who, ": logit_scale must be positive (got ", logit_scale, ")");
+  SQZ_CHECK(std::isfinite(logit_scale) && logit_scale > 0, who, ": logit_scale must be positive (got ", logit_scale,
+            ")");
   SQZ_CHECK(layer_kinds.empty() || static_cast<int64_t>(layer_kinds.size()) == n_layer, who, ": layer_kinds has ",
             layer_kinds.size(), " entries for n_layer ", n_layer);
   if (has_layer_kind(Ffn::moe)) {
@@ -197,8 +197,8 @@ ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n
 }  // namespace
 
 std::vector<std::string> builtin_config_names() {
-  return {"glimmer-30b", "glimmer-1b", "glimmer-tiny", "llama-1b", "kjv-teacher", "glimmer-kjv",
-          "smollm2-135m", "gemma3-270m", "gemma3-tiny", "muse-glimmer-30b", "muse-glimmer-tiny"};
+  return {"glimmer-30b",  "glimmer-1b",  "glimmer-tiny", "llama-1b",         "kjv-teacher",      "glimmer-kjv",
+          "smollm2-135m", "gemma3-270m", "gemma3-tiny",  "muse-glimmer-30b", "muse-glimmer-tiny"};
 }
 
 ModelConfig builtin_config(std::string_view name) {

@@ -48,54 +48,54 @@ struct LayerKind {
 };
 
 struct ModelConfig {
-  std::string name;              // for messages: "glimmer-30b", a file name, ...
+  std::string name;  // for messages: "glimmer-30b", a file name, ...
   Arch arch = Arch::glimmer;
   int64_t n_layer = 0;
-  int64_t n_embd = 0;            // hidden size
-  int64_t n_head = 0;            // query heads
-  int64_t n_head_kv = 0;         // key/value heads (GQA: divides n_head)
-  int64_t head_dim = 0;          // need not equal n_embd / n_head
-  int64_t n_ff = 0;              // gated-FFN intermediate size
+  int64_t n_embd = 0;     // hidden size
+  int64_t n_head = 0;     // query heads
+  int64_t n_head_kv = 0;  // key/value heads (GQA: divides n_head)
+  int64_t head_dim = 0;   // need not equal n_embd / n_head
+  int64_t n_ff = 0;       // gated-FFN intermediate size
   int64_t n_vocab = 0;
   float rms_eps = 1e-5f;
   float rope_base_global = 10000.0f;
   float rope_base_local = 10000.0f;  // local (sliding-window) layers
   RopeType rope_type = RopeType::normal;
-  int64_t sliding_window = 0;    // tokens a local layer sees; 0 = no local layers
-  std::vector<bool> is_local;    // per layer; size n_layer
-  bool tied_output = false;      // output head shares token_embd
-  int64_t n_ctx = 0;             // context length the model supports
+  int64_t sliding_window = 0;  // tokens a local layer sees; 0 = no local layers
+  std::vector<bool> is_local;  // per layer; size n_layer
+  bool tied_output = false;    // output head shares token_embd
+  int64_t n_ctx = 0;           // context length the model supports
 
   // Architecture options (set_arch_defaults gives each arch's values).
   NormPlacement norm_placement = NormPlacement::pre;
-  bool qk_norm = false;          // per-head RMSNorm of q and k (attn_q_norm / attn_k_norm, [head_dim]) before RoPE
+  bool qk_norm = false;  // per-head RMSNorm of q and k (attn_q_norm / attn_k_norm, [head_dim]) before RoPE
   FfnActivation ffn_activation = FfnActivation::silu;
-  float embd_scale = 1.0f;       // token embeddings are multiplied by this (Gemma: sqrt(n_embd))
-  float attn_scale = 0.0f;       // attention score scale; 0 = 1/sqrt(head_dim)
-  float final_logit_softcap = 0; // > 0: logits = cap · tanh(logits / cap) (Gemma 2); 0 = none
+  float embd_scale = 1.0f;        // token embeddings are multiplied by this (Gemma: sqrt(n_embd))
+  float attn_scale = 0.0f;        // attention score scale; 0 = 1/sqrt(head_dim)
+  float final_logit_softcap = 0;  // > 0: logits = cap · tanh(logits / cap) (Gemma 2); 0 = none
   // Muse Glimmer's options (all off elsewhere):
-  bool embd_norm = false;        // token embeddings RMS-normalised (no weight) before layer 0
-  bool attn_gate = false;        // attn ⊙ sigmoid(attn_gate · attention pre-norm output) before attn_output
-  float post_norm_eps = 0;       // eps of the post-norms; 0 = rms_eps
-  bool nope_global = false;      // global layers apply no RoPE (local layers still do)
-  float logit_scale = 1.0f;      // logits × this, before the soft-cap
+  bool embd_norm = false;    // token embeddings RMS-normalised (no weight) before layer 0
+  bool attn_gate = false;    // attn ⊙ sigmoid(attn_gate · attention pre-norm output) before attn_output
+  float post_norm_eps = 0;   // eps of the post-norms; 0 = rms_eps
+  bool nope_global = false;  // global layers apply no RoPE (local layers still do)
+  float logit_scale = 1.0f;  // logits × this, before the soft-cap
 
   // Layer kinds and tensor layouts of the families to come (model/tensor_table.h holds
   // their tensors; forward_support_error says what the forward pass runs yet).
   std::vector<LayerKind> layer_kinds;  // per layer; empty: every layer attention + dense FFN
-  bool attn_bias = false;        // Q/K/V biases (Qwen2, gpt-oss)
-  bool attn_output_bias = false; // output projection bias (gpt-oss)
-  bool fused_qkv = false;        // one attn_qkv [n_embd, q_dim + 2·kv_dim] instead of attn_q/k/v
-  bool attn_sinks = false;       // a sink logit per query head (gpt-oss)
-  int64_t n_expert = 0;          // experts of an Ffn::moe layer
-  int64_t n_expert_used = 0;     // experts each token is routed to
-  int64_t n_ff_exp = 0;          // an expert's intermediate size
-  int64_t n_ff_shexp = 0;        // the shared expert's intermediate size; 0 = none
-  bool fused_gate_up_exps = false;  // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
-  int64_t ssm_conv_kernel = 0;   // Gated DeltaNet: short causal conv taps
-  int64_t ssm_state_size = 0;    //   d_k = d_v
-  int64_t ssm_group_count = 0;   //   key heads
-  int64_t ssm_time_step_rank = 0;//   value heads
+  bool attn_bias = false;              // Q/K/V biases (Qwen2, gpt-oss)
+  bool attn_output_bias = false;       // output projection bias (gpt-oss)
+  bool fused_qkv = false;              // one attn_qkv [n_embd, q_dim + 2·kv_dim] instead of attn_q/k/v
+  bool attn_sinks = false;             // a sink logit per query head (gpt-oss)
+  int64_t n_expert = 0;                // experts of an Ffn::moe layer
+  int64_t n_expert_used = 0;           // experts each token is routed to
+  int64_t n_ff_exp = 0;                // an expert's intermediate size
+  int64_t n_ff_shexp = 0;              // the shared expert's intermediate size; 0 = none
+  bool fused_gate_up_exps = false;     // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
+  int64_t ssm_conv_kernel = 0;         // Gated DeltaNet: short causal conv taps
+  int64_t ssm_state_size = 0;          //   d_k = d_v
+  int64_t ssm_group_count = 0;         //   key heads
+  int64_t ssm_time_step_rank = 0;      //   value heads
 
   int64_t n_local_layers() const;
   int64_t n_global_layers() const { return n_layer - n_local_layers(); }

@@ -49,10 +49,11 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   if (c.n_layer > 4096) m.fail_key(key(a, "block_count"), "is implausibly large (" + std::to_string(c.n_layer) + ")");
   c.n_embd = positive(m, key(a, "embedding_length"), m.get_i64(key(a, "embedding_length")));
   c.n_head = positive(m, key(a, "attention.head_count"), m.get_i64(key(a, "attention.head_count")));
-  c.n_head_kv = positive(m, key(a, "attention.head_count_kv"), m.get_i64_or(key(a, "attention.head_count_kv"), c.n_head));
+  c.n_head_kv =
+      positive(m, key(a, "attention.head_count_kv"), m.get_i64_or(key(a, "attention.head_count_kv"), c.n_head));
   if (c.n_head % c.n_head_kv != 0)
-    m.fail_key(key(a, "attention.head_count_kv"), "(" + std::to_string(c.n_head_kv) + ") does not divide head_count (" +
-                                                       std::to_string(c.n_head) + ")");
+    m.fail_key(key(a, "attention.head_count_kv"),
+               "(" + std::to_string(c.n_head_kv) + ") does not divide head_count (" + std::to_string(c.n_head) + ")");
   c.head_dim = m.get_i64_or(key(a, "attention.key_length"), c.n_embd / c.n_head);
   positive(m, key(a, "attention.key_length"), c.head_dim);
   if (auto vlen = m.get_i64_opt(key(a, "attention.value_length")); vlen && *vlen != c.head_dim)
@@ -106,7 +107,8 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   } else if (explicit_pattern && explicit_pattern->array_if()) {
     const auto flags = m.get_bool_array(pattern_key);
     if (static_cast<int64_t>(flags.size()) != c.n_layer)
-      m.fail_key(pattern_key, "has " + std::to_string(flags.size()) + " entries for " + std::to_string(c.n_layer) + " layers");
+      m.fail_key(pattern_key,
+                 "has " + std::to_string(flags.size()) + " entries for " + std::to_string(c.n_layer) + " layers");
     c.is_local.assign(flags.begin(), flags.end());
   } else if (explicit_pattern) {
     const int64_t period = m.get_i64(pattern_key);
@@ -160,7 +162,8 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
             "NoPE layers and RoPE type must be arch ", a, "'s to be stored in GGUF");
   SQZ_CHECK(forward_layout_is_default(c), c.name,
             ": layer kinds, experts, biases, fused tensors and sinks have no GGUF keys for arch ", a, " yet");
-  SQZ_CHECK(A == Arch::muse_glimmer || c.logit_scale == 1.0f, c.name, ": a logit scale needs the muse-glimmer architecture");
+  SQZ_CHECK(A == Arch::muse_glimmer || c.logit_scale == 1.0f, c.name,
+            ": a logit scale needs the muse-glimmer architecture");
   SQZ_CHECK(A != Arch::muse_glimmer || !c.tied_output, c.name, ": muse-glimmer has an untied output head");
   m.set("general.architecture", Value::string(a));
   m.set(key(a, "block_count"), Value::u32(static_cast<uint32_t>(c.n_layer)));
@@ -225,8 +228,8 @@ text::TokenizerData tokenizer_data_from_gguf(const gguf::Metadata& m) {
                                                   std::to_string(t.tokens.size()) + " tokens");
     for (size_t i = 0; i < t.token_types.size(); ++i)  // llama_token_type: 0 (undefined) .. 6 (byte)
       if (t.token_types[i] < 0 || t.token_types[i] > 6)
-        m.fail_key("tokenizer.ggml.token_type", "gives token " + std::to_string(i) + " the unknown type " +
-                                                    std::to_string(t.token_types[i]));
+        m.fail_key("tokenizer.ggml.token_type",
+                   "gives token " + std::to_string(i) + " the unknown type " + std::to_string(t.token_types[i]));
   }
   // A token id must name a token: checked here, as int64, so that an id beyond int32
   // cannot wrap into the vocabulary, and the error names the key. Absent means -1 (none).

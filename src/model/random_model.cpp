@@ -68,7 +68,8 @@ std::vector<std::string> write_random_model(const RandomModelParams& p) {
   write_config(w.metadata(), c);
   write_tokenizer(w.metadata(), tok);
   if (!p.chat_template.empty()) w.metadata().set("tokenizer.chat_template", gguf::Value::string(p.chat_template));
-  w.metadata().set("general.name", gguf::Value::string(c.name + " (random weights, seed " + std::to_string(p.seed) + ")"));
+  w.metadata().set("general.name",
+                   gguf::Value::string(c.name + " (random weights, seed " + std::to_string(p.seed) + ")"));
   w.metadata().set("general.quantization_version", gguf::Value::u32(2));
 
   std::vector<std::string> fallbacks = add_random_tensors(w, weight_tensors(c), p.type, p.seed);
@@ -81,15 +82,16 @@ void write_random_drafter(const DraftConfig& config, gguf::GgmlType type, uint64
   SQZ_CHECK(!path.empty(), "no output path");
   gguf::Writer w(path);
   write_draft_config(w.metadata(), config);
-  w.metadata().set("general.name", gguf::Value::string(config.name + " (random weights, seed " + std::to_string(seed) + ")"));
+  w.metadata().set("general.name",
+                   gguf::Value::string(config.name + " (random weights, seed " + std::to_string(seed) + ")"));
   add_random_tensors(w, config.weight_tensors(), type, seed);
   w.finish();
 }
 
 namespace {
 
-std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<TensorShape>& shapes, gguf::GgmlType matrix_type,
-                                            uint64_t seed) {
+std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<TensorShape>& shapes,
+                                            gguf::GgmlType matrix_type, uint64_t seed) {
   std::vector<std::string> fallbacks;
   uint64_t tensor_seed = seed;
   for (const TensorShape& s : shapes) {
@@ -104,15 +106,15 @@ std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<T
     }
     // Generated while the file is written, one tensor at a time, each from its own seed.
     tensor_seed = tensor_seed * 6364136223846793005ull + 1442695040888963407ull;
-    w.add_tensor({.name = s.name, .type = type, .dims = s.dims()},
-                 [s, type, is_matrix, around_one, seed = tensor_seed](const gguf::ByteSink& out) {
-                   std::mt19937_64 rng(seed);
-                   std::normal_distribution<float> dist(around_one ? 1.0f : 0.0f,
-                                                        is_matrix ? 1.0f / std::sqrt(static_cast<float>(s.ne0)) : 0.1f);
-                   std::vector<float> data(static_cast<size_t>(s.elements()));
-                   for (auto& v : data) v = dist(rng);
-                   out(quant::quantize_tensor({.type = type, .src = data.data(), .rows = s.ne1 * s.ne2, .cols = s.ne0}));
-                 });
+    w.add_tensor({.name = s.name, .type = type, .dims = s.dims()}, [s, type, is_matrix, around_one,
+                                                                    seed = tensor_seed](const gguf::ByteSink& out) {
+      std::mt19937_64 rng(seed);
+      std::normal_distribution<float> dist(around_one ? 1.0f : 0.0f,
+                                           is_matrix ? 1.0f / std::sqrt(static_cast<float>(s.ne0)) : 0.1f);
+      std::vector<float> data(static_cast<size_t>(s.elements()));
+      for (auto& v : data) v = dist(rng);
+      out(quant::quantize_tensor({.type = type, .src = data.data(), .rows = s.ne1 * s.ne2, .cols = s.ne0}));
+    });
   }
   return fallbacks;
 }

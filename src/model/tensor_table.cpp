@@ -26,6 +26,8 @@ constexpr auto kLayer = TensorBlock::mixer;  // shorthand below
 constexpr auto kFfn = TensorBlock::ffn;
 constexpr auto M = TensorKind::matrix, N = TensorKind::norm, B = TensorKind::bias, P = TensorKind::param;
 
+// One row per tensor, kept as a table (clang-format left off).
+// clang-format off
 // Rows in TensorId order, which is also the order tensors are written in: within a layer
 // the mixer's, then the FFN's; the existing architectures' files keep their order.
 constexpr TensorRow kRows[] = {
@@ -131,6 +133,7 @@ constexpr TensorRow kRows[] = {
      [](const ModelConfig& c) { return Shape{c.n_embd, c.n_vocab, 1}; },
      [](const ModelConfig& c, int64_t) { return !c.tied_output; }},
 };
+// clang-format on
 
 constexpr bool rows_in_id_order() {
   if (std::size(kRows) != static_cast<size_t>(TensorId::count)) return false;
@@ -142,8 +145,8 @@ static_assert(rows_in_id_order(), "kRows must list every TensorId once, in enum 
 
 TensorShape shape_of(const TensorRow& r, const ModelConfig& c, int64_t il) {
   const Shape s = r.shape(c);
-  return {.name = tensor_name(r.id, il), .ne0 = s[0], .ne1 = s[1], .layer = il, .ne2 = s[2], .id = r.id,
-          .kind = r.kind};
+  return {
+      .name = tensor_name(r.id, il), .ne0 = s[0], .ne1 = s[1], .layer = il, .ne2 = s[2], .id = r.id, .kind = r.kind};
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ namespace squeeze::model {
 
 // What a tensor is to the forward pass. Two ids may share a GGUF name on layers of
 // different kinds (Gated DeltaNet's output gate is "attn_gate" too), never on one layer.
+// clang-format off
 enum class TensorId : uint8_t {
   token_embd,
   // attention / linear attention sublayer
@@ -53,6 +54,7 @@ enum class TensorId : uint8_t {
   output,
   count
 };
+// clang-format on
 
 // How a tensor is stored and initialised: matrices take the weight type; norms, biases and
 // other parameters stay F32 vectors (or small F32 arrays).
@@ -83,11 +85,11 @@ std::string tensor_name(TensorId id, int64_t layer = -1);
 
 // One weight tensor as GGUF stores it: ne0 is the row length (input features).
 struct TensorShape {
-  std::string name;   // "token_embd.weight", "blk.3.attn_q.weight", ...
-  int64_t ne0 = 0;    // row length
-  int64_t ne1 = 1;    // rows (1 for vectors)
-  int64_t layer = -1; // block index, -1 for non-block tensors
-  int64_t ne2 = 1;    // experts (1 unless stacked)
+  std::string name;               // "token_embd.weight", "blk.3.attn_q.weight", ...
+  int64_t ne0 = 0;                // row length
+  int64_t ne1 = 1;                // rows (1 for vectors)
+  int64_t layer = -1;             // block index, -1 for non-block tensors
+  int64_t ne2 = 1;                // experts (1 unless stacked)
   TensorId id = TensorId::count;  // count: not a model tensor (a drafter's)
   TensorKind kind = TensorKind::matrix;
   int64_t elements() const { return ne0 * ne1 * ne2; }

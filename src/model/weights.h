@@ -24,42 +24,42 @@ struct ExpertStack {
 // One layer's tensors (model/tensor_table.h); what the config's options and the layer's
 // kind leave out is empty.
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd] (pre-norm placements)
-  quant::QMatrix wq;             // [q_dim rows, n_embd cols]
-  quant::QMatrix wk;             // [kv_dim, n_embd]
-  quant::QMatrix wv;             // [kv_dim, n_embd]
-  std::vector<float> bq, bk, bv; // Q/K/V biases (attn_bias)
-  quant::QMatrix wqkv;           // [q_dim + 2·kv_dim, n_embd] (fused_qkv)
-  std::vector<float> bqkv;       // (fused_qkv and attn_bias)
-  std::vector<float> q_norm;     // [head_dim] (qk_norm)
-  std::vector<float> k_norm;     // [head_dim] (qk_norm)
-  quant::QMatrix attn_gate;      // [q_dim, n_embd] (attn_gate)
-  std::vector<float> attn_sinks; // [n_head] (attn_sinks)
-  quant::QMatrix wo;             // [n_embd, q_dim]
-  std::vector<float> bo;         // [n_embd] (attn_output_bias)
+  std::vector<float> attn_norm;   // [n_embd] (pre-norm placements)
+  quant::QMatrix wq;              // [q_dim rows, n_embd cols]
+  quant::QMatrix wk;              // [kv_dim, n_embd]
+  quant::QMatrix wv;              // [kv_dim, n_embd]
+  std::vector<float> bq, bk, bv;  // Q/K/V biases (attn_bias)
+  quant::QMatrix wqkv;            // [q_dim + 2·kv_dim, n_embd] (fused_qkv)
+  std::vector<float> bqkv;        // (fused_qkv and attn_bias)
+  std::vector<float> q_norm;      // [head_dim] (qk_norm)
+  std::vector<float> k_norm;      // [head_dim] (qk_norm)
+  quant::QMatrix attn_gate;       // [q_dim, n_embd] (attn_gate)
+  std::vector<float> attn_sinks;  // [n_head] (attn_sinks)
+  quant::QMatrix wo;              // [n_embd, q_dim]
+  std::vector<float> bo;          // [n_embd] (attn_output_bias)
   // Gated DeltaNet (linear-attention layers)
   quant::QMatrix ssm_in_qkv, ssm_in_gate, ssm_beta, ssm_alpha, ssm_out;
   std::vector<float> ssm_conv1d, ssm_dt_bias, ssm_a, ssm_norm;
   std::vector<float> post_attn_norm;  // [n_embd] (post-norm placements)
-  std::vector<float> ffn_norm;   // [n_embd] (pre-norm placements)
-  quant::QMatrix w_gate;         // [n_ff, n_embd] (dense FFN layers)
-  quant::QMatrix w_up;           // [n_ff, n_embd]
-  quant::QMatrix w_down;         // [n_embd, n_ff]
+  std::vector<float> ffn_norm;        // [n_embd] (pre-norm placements)
+  quant::QMatrix w_gate;              // [n_ff, n_embd] (dense FFN layers)
+  quant::QMatrix w_up;                // [n_ff, n_embd]
+  quant::QMatrix w_down;              // [n_embd, n_ff]
   // Experts (MoE layers)
-  quant::QMatrix router;         // [n_expert, n_embd]
-  ExpertStack gate_exps, up_exps;  // [n_ff_exp, n_embd] each
-  ExpertStack gate_up_exps;      // [2·n_ff_exp, n_embd] each: gate rows, then up (fused_gate_up_exps)
-  ExpertStack down_exps;         // [n_embd, n_ff_exp] each
+  quant::QMatrix router;              // [n_expert, n_embd]
+  ExpertStack gate_exps, up_exps;     // [n_ff_exp, n_embd] each
+  ExpertStack gate_up_exps;           // [2·n_ff_exp, n_embd] each: gate rows, then up (fused_gate_up_exps)
+  ExpertStack down_exps;              // [n_embd, n_ff_exp] each
   std::vector<float> shexp_gate_inp;  // [n_embd]
   quant::QMatrix shexp_gate, shexp_up, shexp_down;
-  std::vector<float> post_ffn_norm;   // [n_embd] (post-norm placements)
+  std::vector<float> post_ffn_norm;  // [n_embd] (post-norm placements)
 };
 
 struct Weights {
-  quant::QMatrix token_embd;     // [n_vocab, n_embd]
+  quant::QMatrix token_embd;  // [n_vocab, n_embd]
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;
-  quant::QMatrix output;         // [n_vocab, n_embd]; token_embd when tied
+  quant::QMatrix output;  // [n_vocab, n_embd]; token_embd when tied
   // The repacked copies the matrices' `packed` point into (quant/packed.h).
   std::vector<AlignedBuffer> packed_storage;
 };

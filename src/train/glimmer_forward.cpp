@@ -11,7 +11,8 @@ namespace squeeze::train {
 std::string training_support_error(const model::ModelConfig& c) {
   std::string missing;
   if (c.rope_type != model::RopeType::normal) missing += " NeoX RoPE";
-  if (c.ffn_activation != model::FfnActivation::silu) missing += std::string(" ") + model::ffn_activation_name(c.ffn_activation) + " FFN";
+  if (c.ffn_activation != model::FfnActivation::silu)
+    missing += std::string(" ") + model::ffn_activation_name(c.ffn_activation) + " FFN";
   if (c.has_layer_kind(model::Mixer::linear_attention)) missing += " linear attention";
   if (c.has_layer_kind(model::Ffn::moe)) missing += " MoE layers";
   if (c.attn_bias || c.attn_output_bias) missing += " attention biases";
@@ -32,10 +33,10 @@ Var attention_block(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& le
   const bool local = c.is_local[static_cast<size_t>(il)];
   const bool pre = c.norm_placement != model::NormPlacement::post, post = c.norm_placement != model::NormPlacement::pre;
   // Without a pre-norm the sublayer reads the residual stream itself.
-  const Var in = pre ? rmsnorm(t, x, w(TensorId::attn_norm), c.rms_eps) : x;       // [n, E]
-  Var q = matmul_nt(t, in, w(TensorId::attn_q));                                    // [n, H·D]
-  Var k = matmul_nt(t, in, w(TensorId::attn_k));                                    // [n, Hk·D]
-  const Var v = matmul_nt(t, in, w(TensorId::attn_v));                              // [n, Hk·D]
+  const Var in = pre ? rmsnorm(t, x, w(TensorId::attn_norm), c.rms_eps) : x;  // [n, E]
+  Var q = matmul_nt(t, in, w(TensorId::attn_q));                              // [n, H·D]
+  Var k = matmul_nt(t, in, w(TensorId::attn_k));                              // [n, Hk·D]
+  const Var v = matmul_nt(t, in, w(TensorId::attn_v));                        // [n, Hk·D]
   if (c.qk_norm) {  // each head's row of D values, before RoPE
     q = rmsnorm_heads(t, q, w(TensorId::attn_q_norm), c.rms_eps);
     k = rmsnorm_heads(t, k, w(TensorId::attn_k_norm), c.rms_eps);
@@ -46,10 +47,14 @@ Var attention_block(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& le
     k = rope(t, k, {.n_heads = c.n_head_kv, .head_dim = c.head_dim, .seq_len = S, .freq_base = base});
   }
   Var a = attention(t, q, k, v,
-                    {.n_heads = c.n_head, .n_kv_heads = c.n_head_kv, .head_dim = c.head_dim, .seq_len = S,
-                     .window = local ? c.sliding_window : 0, .scale = c.attn_scale});      // [n, H·D]
+                    {.n_heads = c.n_head,
+                     .n_kv_heads = c.n_head_kv,
+                     .head_dim = c.head_dim,
+                     .seq_len = S,
+                     .window = local ? c.sliding_window : 0,
+                     .scale = c.attn_scale});  // [n, H·D]
   if (c.attn_gate) a = sigmoid_gate(t, a, matmul_nt(t, in, w(TensorId::attn_gate)));
-  Var o = matmul_nt(t, a, w(TensorId::attn_output));                                // [n, E]
+  Var o = matmul_nt(t, a, w(TensorId::attn_output));  // [n, E]
   if (post) o = rmsnorm(t, o, w(TensorId::post_attention_norm), c.effective_post_norm_eps());
   return add(t, x, o);
 }
@@ -84,7 +89,7 @@ Var record_forward(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& lea
   SQZ_CHECK(unsupported.empty(), unsupported);
 
   const Var embd = leaf(model::tensor_name(TensorId::token_embd));
-  Var x = embedding(t, embd, tokens);                                                     // [n, E]
+  Var x = embedding(t, embd, tokens);  // [n, E]
   if (c.embd_scale != 1.0f) x = scale(t, x, c.embd_scale);
   if (c.embd_norm) x = rmsnorm_unweighted(t, x, c.rms_eps);
   for (int64_t il = 0; il < c.n_layer; ++il) {
@@ -92,7 +97,7 @@ Var record_forward(Tape<T>& t, const model::ModelConfig& c, const ParamLeaf& lea
     x = ffn_block(t, c, leaf, x, il, ffn);
   }
   const Var h = rmsnorm(t, x, leaf(model::tensor_name(TensorId::output_norm)), c.rms_eps);
-  Var logits = matmul_nt(t, h, c.tied_output ? embd : leaf(model::tensor_name(TensorId::output)));             // [n, V]
+  Var logits = matmul_nt(t, h, c.tied_output ? embd : leaf(model::tensor_name(TensorId::output)));  // [n, V]
   if (c.logit_scale != 1.0f) logits = scale(t, logits, c.logit_scale);
   if (c.final_logit_softcap > 0) logits = softcap(t, logits, c.final_logit_softcap);
   return logits;

@@ -3,7 +3,6 @@
 // need (mixed layer kinds, stacked experts, biases, fused tensors, tied or separate
 // head), bound from a file written here.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -79,14 +78,15 @@ TEST(TensorTable, RowsAreInIdOrderWithUniqueNamesPerKind) {
 }
 
 TEST(TensorTable, EachArchitectureHasTheTensorsLlamaCppWrites) {
-  const std::vector<std::string> llama = {"attn_norm.weight", "attn_q.weight",   "attn_k.weight",
+  const std::vector<std::string> llama = {"attn_norm.weight", "attn_q.weight",      "attn_k.weight",
                                           "attn_v.weight",    "attn_output.weight", "ffn_norm.weight",
-                                          "ffn_gate.weight",  "ffn_up.weight",   "ffn_down.weight"};
+                                          "ffn_gate.weight",  "ffn_up.weight",      "ffn_down.weight"};
   EXPECT_EQ(layer_names(builtin_config("llama-1b"), 0), llama);
   const std::vector<std::string> gemma3 = {
-      "attn_norm.weight",  "attn_q.weight",   "attn_k.weight",   "attn_v.weight",
-      "attn_q_norm.weight", "attn_k_norm.weight", "attn_output.weight", "post_attention_norm.weight",
-      "ffn_norm.weight",   "ffn_gate.weight", "ffn_up.weight",   "ffn_down.weight", "post_ffw_norm.weight"};
+      "attn_norm.weight",    "attn_q.weight",      "attn_k.weight",      "attn_v.weight",
+      "attn_q_norm.weight",  "attn_k_norm.weight", "attn_output.weight", "post_attention_norm.weight",
+      "ffn_norm.weight",     "ffn_gate.weight",    "ffn_up.weight",      "ffn_down.weight",
+      "post_ffw_norm.weight"};
   EXPECT_EQ(layer_names(builtin_config("gemma3-tiny"), 5), gemma3);
   std::vector<std::string> muse = gemma3;
   muse.insert(muse.begin() + 6, "attn_gate.weight");
@@ -108,17 +108,27 @@ TEST(TensorTable, MixedLayerKindsStackedExpertsAndSharedExpert) {
   ASSERT_NO_THROW(c.validate());
   const int64_t E = c.n_embd;
   // Layer 0: Gated DeltaNet + dense FFN.
-  const std::vector<std::string> linear_dense = {
-      "attn_norm.weight", "attn_qkv.weight",  "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias",
-      "ssm_a",            "ssm_beta.weight",  "ssm_alpha.weight", "ssm_norm.weight",   "ssm_out.weight",
-      "ffn_norm.weight",  "ffn_gate.weight",  "ffn_up.weight",    "ffn_down.weight"};
+  const std::vector<std::string> linear_dense = {"attn_norm.weight",  "attn_qkv.weight",  "attn_gate.weight",
+                                                 "ssm_conv1d.weight", "ssm_dt.bias",      "ssm_a",
+                                                 "ssm_beta.weight",   "ssm_alpha.weight", "ssm_norm.weight",
+                                                 "ssm_out.weight",    "ffn_norm.weight",  "ffn_gate.weight",
+                                                 "ffn_up.weight",     "ffn_down.weight"};
   EXPECT_EQ(layer_names(c, 0), linear_dense);
   // Layer 2: attention + experts (router, stacked gate/up/down, shared expert).
-  const std::vector<std::string> attention_moe = {
-      "attn_norm.weight",       "attn_q.weight",         "attn_k.weight",         "attn_v.weight",
-      "attn_output.weight",     "ffn_norm.weight",       "ffn_gate_inp.weight",   "ffn_gate_exps.weight",
-      "ffn_up_exps.weight",     "ffn_down_exps.weight",  "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight",
-      "ffn_up_shexp.weight",    "ffn_down_shexp.weight"};
+  const std::vector<std::string> attention_moe = {"attn_norm.weight",
+                                                  "attn_q.weight",
+                                                  "attn_k.weight",
+                                                  "attn_v.weight",
+                                                  "attn_output.weight",
+                                                  "ffn_norm.weight",
+                                                  "ffn_gate_inp.weight",
+                                                  "ffn_gate_exps.weight",
+                                                  "ffn_up_exps.weight",
+                                                  "ffn_down_exps.weight",
+                                                  "ffn_gate_inp_shexp.weight",
+                                                  "ffn_gate_shexp.weight",
+                                                  "ffn_up_shexp.weight",
+                                                  "ffn_down_shexp.weight"};
   EXPECT_EQ(layer_names(c, 2), attention_moe);
   EXPECT_EQ(layer_names(c, 3), layer_names(builtin_config("glimmer-tiny"), 3));
 
@@ -251,7 +261,7 @@ TEST(TensorTable, BindsEveryTensorOfAMixedModelFromAFile) {
     EXPECT_EQ(attention_moe.bq, values.at("blk.2.attn_q.bias"));
     EXPECT_EQ(attention_moe.shexp_gate_inp.size(), static_cast<size_t>(c.n_embd));
     EXPECT_EQ(attention_moe.wq.rows, c.q_dim());
-    EXPECT_EQ(w.layers[0].wq.data, nullptr);  // linear attention has no Q
+    EXPECT_EQ(w.layers[0].wq.data, nullptr);      // linear attention has no Q
     EXPECT_EQ(w.output.data, w.token_embd.data);  // tied
 
     // A stack of the wrong expert count is named with the shape the config needs.
