@@ -13,7 +13,7 @@ function(squeeze_isa_sources isa)
   endif()
   if(SQUEEZE_FUZZ)
     # Fuzz builds compile these kernels plain: no parser reaches them, and clang 14 spends
-    # tens of minutes instrumenting their intrinsics (dot_avx2_q8.cpp: over 14 min).
+    # tens of minutes instrumenting their intrinsics (dot_q8_avx2.cpp: over 14 min).
     list(APPEND flags -fno-sanitize=all)
   endif()
   set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${flags}")

@@ -1,7 +1,7 @@
 // mok/mxfp8_avx512.cpp — MXFP8 encode / decode, 16 lanes; bit-identical to the reference.
 #include <immintrin.h>
 
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/avx512.cpp)
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/ops_avx512.cpp)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <bit>

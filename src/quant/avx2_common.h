@@ -1,4 +1,4 @@
-// quant/avx2_common.h — small AVX2 helpers shared by the dot_avx2_*.cpp translation
+// quant/avx2_common.h — small AVX2 helpers shared by the dot_*_avx2.cpp translation
 // units (include only from files compiled with squeeze_isa_sources(avx2 ...)).
 #pragma once
 

@@ -67,7 +67,7 @@ struct BlockQ5_K {
 };
 
 // 16 sub-blocks of 16: value = d * scales[j] * (q - 32), q 6-bit from 4 low bits in ql
-// and 2 high bits in qh (layout in quant/ref_kquant.cpp). d comes last.
+// and 2 high bits in qh (layout in quant/kquant_scalar.cpp). d comes last.
 struct BlockQ6_K {
   uint8_t ql[kQK_K / 2];
   uint8_t qh[kQK_K / 4];

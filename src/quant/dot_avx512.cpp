@@ -11,7 +11,7 @@
 // may differ from the AVX2 kernels. vec_dot and dot_multi share one template, so a row's
 // value does not depend on how many activation rows it was computed with (the GEMM's
 // batch invariance).
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/avx512.cpp)
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/ops_avx512.cpp)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 

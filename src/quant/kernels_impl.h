@@ -1,6 +1,6 @@
 // quant/kernels_impl.h — internal: the per-type kernel functions the traits tables
 // (traits.cpp) point at. ref_* are the scalar references; avx2_* live in the
-// dot_avx2_*.cpp translation units compiled for AVX2.
+// dot_*_avx2.cpp translation units compiled for AVX2.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,7 @@ SQZ_QUANT_REF_DECL(q6_k)
 #undef SQZ_QUANT_REF_DECL
 void ref_quantize_q8_k(const float* x, void* dst, int64_t n, const float* importance);
 void ref_dequantize_q8_k(const void* src, float* y, int64_t n);
-// ggml's round-to-nearest reference quantizers (ref_q4q5.cpp): the bytes ggml and the
+// ggml's round-to-nearest reference quantizers (q4q5_scalar.cpp): the bytes ggml and the
 // gguf package write, for the cross-check with them; the table's quantizers search.
 void rtn_quantize_q4_1(const float* x, void* dst, int64_t n);
 void rtn_quantize_q5_0(const float* x, void* dst, int64_t n);
@@ -83,7 +83,7 @@ void avx2_quantize_act_q8_k(const float* x, void* dst, int64_t n);
 // dequant_avx2.cpp: bit-identical to ref_dequantize_q4_k / ref_dequantize_q6_k.
 void avx2_dequantize_q4_k(const void* src, float* y, int64_t n);
 void avx2_dequantize_q6_k(const void* src, float* y, int64_t n);
-// dot_avx2_q8.cpp: bit-identical to ref_dequantize_* of the 32-element types.
+// dot_q8_avx2.cpp: bit-identical to ref_dequantize_* of the 32-element types.
 void avx2_dequantize_q8_0(const void* src, float* y, int64_t n);
 void avx2_dequantize_q4_0(const void* src, float* y, int64_t n);
 void avx2_dequantize_q4_1(const void* src, float* y, int64_t n);

@@ -9,7 +9,7 @@
 // and the min term is 4 `vpdpwssd` of the (min, min) pairs with the activation's pair sums:
 // the integers are exact, so the result is bit for bit the scalar reference
 // (quant/packed.cpp), whatever the tile's token count.
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/avx512.cpp)
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/ops_avx512.cpp)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 

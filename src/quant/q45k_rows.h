@@ -1,5 +1,5 @@
 // quant/q45k_rows.h — the Q4_K / Q5_K × Q8_K dot loop, one body for the AVX2 and the
-// AVX-512 translation units (dot_avx2_q45k.cpp, dot_avx512.cpp).
+// AVX-512 translation units (dot_q45k_avx2.cpp, dot_avx512.cpp).
 //
 // Include it only inside an anonymous namespace of a translation unit compiled for AVX2 or
 // above, after <immintrin.h>, quant/blocks.h and <type_traits>, and after defining there:

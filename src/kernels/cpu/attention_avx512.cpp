@@ -8,7 +8,7 @@
 // into the tile buffer. Scores are NR rows × NK keys (NR·NK = 16) of
 // accumulators over head_dim, reduced to one vector of 16 dot products by a transpose-add
 // tree. Needs head_dim % 16 == 0.
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/avx512.cpp)
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's own _mm512_undefined_* (see kernels/cpu/ops_avx512.cpp)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 

@@ -1,7 +1,7 @@
 // kernels/cpu/ops.h — the f32 CPU kernels: one table of function pointers per ISA.
 //
-// Every op has a plain scalar reference (reference.cpp) and SIMD variants in their
-// own translation units (avx2.cpp, ...). The active table is chosen once, at first
+// Every op has a plain scalar reference (ops_scalar.cpp) and SIMD variants in their
+// own translation units (ops_avx2.cpp, ops_avx512.cpp). The active table is chosen once, at first
 // use, from CPU feature detection; tests may fetch any table to compare variants.
 // Kernels are pure: no allocation, no threads (see parallel.h for threaded wrappers).
 #pragma once

@@ -1,4 +1,4 @@
-// quant/dot_avx2_q6k.cpp — AVX2 dot of Q6_K weight rows with Q8_K activation rows.
+// quant/dot_q6k_avx2.cpp — AVX2 dot of Q6_K weight rows with Q8_K activation rows.
 // Compiled for AVX2.
 //
 // Codes are rebuilt as unsigned u = q + 32 in [0, 63] (4 low bits from ql, 2 high bits

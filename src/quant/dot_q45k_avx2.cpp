@@ -1,4 +1,4 @@
-// quant/dot_avx2_q45k.cpp — AVX2 dots of Q4_K and Q5_K weight rows with Q8_K
+// quant/dot_q45k_avx2.cpp — AVX2 dots of Q4_K and Q5_K weight rows with Q8_K
 // activation rows (the loop is quant/q45k_rows.h; here the scale step is a madd and an
 // add). Compiled for AVX2.
 #include <cstring>

@@ -1,4 +1,4 @@
-// quant/ref_basic.cpp — scalar reference kernels of the plain rows (F32, F16, BF16) and
+// quant/basic_scalar.cpp — scalar reference kernels of the plain rows (F32, F16, BF16) and
 // the 32-element types Q8_0 and Q4_0, plus the activation quantizers (Q8_0, Q8_K).
 #include <algorithm>
 #include <cmath>

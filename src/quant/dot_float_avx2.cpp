@@ -1,4 +1,4 @@
-// quant/dot_avx2_float.cpp — AVX2 dots of F32, F16 and BF16 weight rows with f32
+// quant/dot_float_avx2.cpp — AVX2 dots of F32, F16 and BF16 weight rows with f32
 // activation rows (the plain types' dot_type). Compiled for AVX2.
 #include "quant/avx2_common.h"
 #include "quant/kernels_impl.h"

@@ -1,4 +1,4 @@
-// kernels/cpu/avx512.cpp — AVX-512 (F/BW/VL/DQ) variants of the f32 kernels that carry the
+// kernels/cpu/ops_avx512.cpp — AVX-512 (F/BW/VL/DQ) variants of the f32 kernels that carry the
 // FLOPs and bytes: dot, axpy, GEMV, the small GEMM tile, the packed GEMM's panel kernel and
 // the f16/bf16 row conversions. The element-wise ops (norms, activations, RoPE, softmax)
 // are a few percent of a step and keep their AVX2 versions in this table. Row tails use

@@ -1,4 +1,4 @@
-// quant/ref_q4q5.cpp — scalar reference kernels of the 32-element types with an offset or a
+// quant/q4q5_scalar.cpp — scalar reference kernels of the 32-element types with an offset or a
 // fifth bit: Q4_1 (d·q + m), Q5_0 (d·(q − 16)), Q5_1 (d·q + m). Each has two quantizers:
 // ggml's round-to-nearest one (rtn_quantize_*, byte for byte what ggml and the gguf
 // package write), and the table's searching, optionally importance-weighted one, which

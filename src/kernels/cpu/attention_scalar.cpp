@@ -1,4 +1,4 @@
-// kernels/cpu/attention_reference.cpp — the float64 two-pass attention oracle, and the
+// kernels/cpu/attention_scalar.cpp — the float64 two-pass attention oracle, and the
 // scalar online-softmax task kernel (the variant used where AVX2 is absent or head_dim % 8).
 #include <algorithm>
 #include <cmath>

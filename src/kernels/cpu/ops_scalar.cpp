@@ -1,4 +1,4 @@
-// kernels/cpu/reference.cpp — the scalar reference of every f32 kernel.
+// kernels/cpu/ops_scalar.cpp — the scalar reference of every f32 kernel.
 // Plain loops, written for clarity; SIMD variants are tested against these.
 #include <cmath>
 

@@ -1,4 +1,4 @@
-// kernels/cpu/avx2.cpp — AVX2+FMA variants of the f32 kernels (compiled with -mavx2 -mfma -mf16c).
+// kernels/cpu/ops_avx2.cpp — AVX2+FMA variants of the f32 kernels (compiled with -mavx2 -mfma -mf16c).
 // Row tails use masked loads/stores so every length is handled without a scalar loop.
 #include <immintrin.h>
 

@@ -1,4 +1,4 @@
-// quant/ref_kquant.cpp — scalar reference kernels of the K-quants Q4_K, Q5_K, Q6_K:
+// quant/kquant_scalar.cpp — scalar reference kernels of the K-quants Q4_K, Q5_K, Q6_K:
 // quantize (scale/min search per sub-block, then 6-/8-bit super-block scales),
 // dequantize, and the dot with a Q8_K activation row.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// quant/dot_avx2_q8.cpp — AVX2 dots of the 32-element types (Q8_0, Q4_0, Q4_1, Q5_0,
+// quant/dot_q8_avx2.cpp — AVX2 dots of the 32-element types (Q8_0, Q4_0, Q4_1, Q5_0,
 // Q5_1) with Q8_0 activations, and the AVX2 activation quantizers (Q8_0, Q8_K). Compiled
 // for AVX2.
 #include <cmath>
