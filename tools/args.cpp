@@ -75,8 +75,7 @@ double parse_real(const std::string& option, const std::string& text, RealRange 
   const bool whole = ec == std::errc() && p == text.data() + text.size() && !text.empty() && std::isfinite(out);
   const bool in_range = whole && (range.min_open ? out > range.min : out >= range.min) &&
                         (range.max_open ? out < range.max : out <= range.max);
-  if (!in_range)
-    fail(option, ": expected a number (", describe(range, "value"), "), got '", text, "'");
+  if (!in_range) fail(option, ": expected a number (", describe(range, "value"), "), got '", text, "'");
   return out;
 }
 
@@ -85,31 +84,53 @@ Args::Args(std::string command, std::string usage_line, std::string description)
 
 Args& Args::option(std::vector<std::string> names, std::string value_name, std::string help,
                    std::string default_value) {
-  specs_.push_back({std::move(names), std::move(value_name), std::move(help), std::move(default_value), Kind::text, {}, {}});
+  specs_.push_back({std::move(names),
+                    std::move(value_name),
+                    std::move(help),
+                    std::move(default_value),
+                    Kind::text,
+                    {},
+                    {},
+                    Spec::File::none,
+                    {}});
   return *this;
 }
 
 Args& Args::int_option(std::vector<std::string> names, std::string value_name, std::string help, IntRange range,
                        std::string default_value) {
-  specs_.push_back(
-      {std::move(names), std::move(value_name), std::move(help), std::move(default_value), Kind::integer, range, {}});
+  specs_.push_back({std::move(names),
+                    std::move(value_name),
+                    std::move(help),
+                    std::move(default_value),
+                    Kind::integer,
+                    range,
+                    {},
+                    Spec::File::none,
+                    {}});
   return *this;
 }
 
 Args& Args::real_option(std::vector<std::string> names, std::string value_name, std::string help, RealRange range,
                         std::string default_value) {
-  specs_.push_back(
-      {std::move(names), std::move(value_name), std::move(help), std::move(default_value), Kind::real, {}, range});
+  specs_.push_back({std::move(names),
+                    std::move(value_name),
+                    std::move(help),
+                    std::move(default_value),
+                    Kind::real,
+                    {},
+                    range,
+                    Spec::File::none,
+                    {}});
   return *this;
 }
 
 Args& Args::threads_option() {
-  return int_option({"-t", "--threads"}, "N",
-                    "threads (0: one per core; at most 8 per hardware thread)", {0, max_threads()}, "0");
+  return int_option({"-t", "--threads"}, "N", "threads (0: one per core; at most 8 per hardware thread)",
+                    {0, max_threads()}, "0");
 }
 
 Args& Args::flag(std::vector<std::string> names, std::string help) {
-  specs_.push_back({std::move(names), "", std::move(help), "", Kind::toggle, {}, {}});
+  specs_.push_back({std::move(names), "", std::move(help), "", Kind::toggle, {}, {}, Spec::File::none, {}});
   return *this;
 }
 
@@ -140,7 +161,8 @@ bool Args::parse(int argc, char** argv) {
       std::fputs(usage().c_str(), stdout);
       return false;
     }
-    if (a.size() > 1 && a[0] == '-' && !(a.size() > 1 && (std::isdigit(static_cast<unsigned char>(a[1])) || a[1] == '.'))) {
+    if (a.size() > 1 && a[0] == '-' &&
+        !(a.size() > 1 && (std::isdigit(static_cast<unsigned char>(a[1])) || a[1] == '.'))) {
       std::string value;
       bool inline_value = false;
       if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -217,7 +239,8 @@ void Args::check_files() {
     if (s.file == Spec::File::none || it == all_values_.end()) continue;
     for (const std::string& v : it->second) {
       if (s.file == Spec::File::input) inputs.push_back(v);
-      if (s.file == Spec::File::output && !v.empty()) outputs.push_back({key(s), v, s.replaces.empty() ? "" : get(s.replaces)});
+      if (s.file == Spec::File::output && !v.empty())
+        outputs.push_back({key(s), v, s.replaces.empty() ? "" : get(s.replaces)});
     }
   }
   for (size_t i : positional_inputs_)

@@ -185,9 +185,9 @@ HfSource hf_source(const model::ModelConfig& c, model::TensorId id, float qk_sca
     case TensorId::attn_v: return {.name = "self_attn.v_proj.weight"};
     // Muse Glimmer's scale-less QK-norm: q carries the scale, k a unit weight.
     case TensorId::attn_q_norm:
-      return muse ? HfSource{.fill = qk_scale} : HfSource{.name = "self_attn.q_norm.weight", .shift = 1.0f};
+      return muse ? HfSource{.name = {}, .fill = qk_scale} : HfSource{.name = "self_attn.q_norm.weight", .shift = 1.0f};
     case TensorId::attn_k_norm:
-      return muse ? HfSource{.fill = 1.0f} : HfSource{.name = "self_attn.k_norm.weight", .shift = 1.0f};
+      return muse ? HfSource{.name = {}, .fill = 1.0f} : HfSource{.name = "self_attn.k_norm.weight", .shift = 1.0f};
     case TensorId::attn_gate: return {.name = "self_attn.gate_proj.weight"};
     case TensorId::attn_output: return {.name = "self_attn.o_proj.weight"};
     case TensorId::post_attention_norm: return {.name = "post_attention_layernorm.weight", .shift = layer_norm_shift};
