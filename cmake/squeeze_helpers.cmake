@@ -16,7 +16,8 @@ function(squeeze_isa_sources isa)
     # tens of minutes instrumenting their intrinsics (dot_q8_avx2.cpp: over 14 min).
     list(APPEND flags -fno-sanitize=all)
   endif()
-  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${flags}")
+  # Unity batches take their target's flags: ISA translation units compile alone.
+  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${flags}" SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()
 
 # squeeze_test(<name> <sources...> LIBS <libs...> [LABELS <labels...>]): one GoogleTest
