@@ -143,6 +143,7 @@ int run_chat(int argc, char** argv) {
   PromptCache cache(session, speculation.speculator.get());
   const auto& tok = model->tokenizer();
   squeeze::text::Sampler sampler(sampler_params(args));
+  const std::vector<int32_t> banned = squeeze::generate::unused_tokens(tok);
   const int64_t n_predict = args.get_int("--n-predict");
   const int64_t n_ctx = session.n_ctx();
   const int64_t budget = n_ctx - std::min(n_predict, n_ctx / 4);  // prompt tokens at most
@@ -261,13 +262,9 @@ int run_chat(int argc, char** argv) {
     const auto t0 = Clock::now();
     const auto prefill = image_inputs ? cache.prefill(rows) : cache.prefill(fitted->ids);
     const double prompt_s = seconds_since(t0);
-    for (size_t i = prefill.reused; i < fitted->ids.size(); ++i) sampler.accept(fitted->ids[i]);
 
-    squeeze::text::StopChecker checker(
-        {.eos_ids = args.has("--ignore-eos") ? std::vector<int32_t>{} : stop_ids, .max_tokens = n_predict});
     std::string answer;
     // The thinking (Muse Glimmer's `self` messages) goes to stderr, the answer to stdout.
-    const auto thinking = reasoning.new_turn();
     std::optional<ThinkingPrinter> printer;
     if (reasoning.muse)
       printer.emplace([](const std::string& t) { std::fputs(t.c_str(), stderr); },
@@ -275,12 +272,19 @@ int run_chat(int argc, char** argv) {
                         answer += t;
                         emit_stdout(t);
                       });
+    // The sampler carries over from turn to turn (its seed's stream, its penalty history).
+    squeeze::generate::Sequence seq(
+        tok, std::move(sampler),
+        {.stop = {.eos_ids = args.has("--ignore-eos") ? std::vector<int32_t>{} : stop_ids, .max_tokens = n_predict},
+         .n_ctx = n_ctx,
+         .render_control = reasoning.muse},
+        reasoning.new_turn(), banned);
+    seq.start(session.position(), std::span<const int32_t>(fitted->ids).subspan(prefill.reused));
     const auto t1 = Clock::now();
     g_interrupt.store(false);  // a Ctrl-C from here on interrupts the answer, not the next prompt
-    const DecodeResult r = decode(session, tok, sampler, checker, prefill.logits,
-                                  {.n_predict = n_predict, .interrupt = &g_interrupt, .forwarded = &cache.ids(),
-                                   .speculator = speculation.speculator.get(), .thinking = thinking.get(),
-                                   .render_control = reasoning.muse},
+    const DecodeResult r = decode(session, seq, prefill.logits,
+                                  {.interrupt = &g_interrupt, .forwarded = &cache.ids(),
+                                   .speculator = speculation.speculator.get()},
                                   [&](const std::string& text) {
                                     if (printer) {
                                       printer->feed(text);
@@ -289,6 +293,7 @@ int run_chat(int argc, char** argv) {
                                     answer += text;
                                     emit_stdout(text);
                                   });
+    sampler = std::move(seq.sampler());
     if (printer) printer->finish();
     g_interrupt.store(false);  // consumed by the answer: the prompt waits afresh
     const double gen_s = seconds_since(t1);
@@ -296,7 +301,7 @@ int run_chat(int argc, char** argv) {
     // An interrupted answer is kept as far as it went: it is what the user saw.
     conversation.add("assistant", answer, printer ? printer->all().reasoning : std::string());
     if (r.interrupted) note("[interrupted]");
-    if (thinking)
+    if (const auto* thinking = seq.thinking())
       note("[thinking: " + std::to_string(thinking->thinking_tokens()) + " tokens of a budget of " +
            std::to_string(thinking->budget()) + (thinking->forced_close() ? ", closed by the budget]" : "]"));
     if (r.context_full) note("[context of " + std::to_string(n_ctx) + " tokens is full: the answer stops here]");

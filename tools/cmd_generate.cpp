@@ -22,6 +22,7 @@
 #include "npy.h"
 #include "reasoning.h"
 #include "speculation.h"
+#include "generate/sequence.h"
 #include "text/sampler.h"
 #include "text/stop.h"
 
@@ -148,7 +149,6 @@ int run_generate(int argc, char** argv) {
     });
   }
 
-  squeeze::text::Sampler sampler(sampler_params(args));
   squeeze::text::StopParams stop;
   if (!args.has("--ignore-eos")) {
     if (chat) stop.eos_ids = format->stop_ids();
@@ -156,7 +156,6 @@ int run_generate(int argc, char** argv) {
   }
   // Muse Glimmer framing: <|eom|> ends a message of the turn (the thinking), not the turn;
   // the thinking goes to stderr, the answer to stdout.
-  const auto thinking = reasoning.muse ? reasoning.new_turn() : nullptr;
   std::optional<ThinkingPrinter> printer;
   if (chat && reasoning.muse) {
     if (const auto eom = tok.find_token("<|eom|>")) std::erase(stop.eos_ids, *eom);
@@ -164,10 +163,12 @@ int run_generate(int argc, char** argv) {
   }
   if (args.has("--stop")) stop.stop_strings = {args.get("--stop")};
   stop.max_tokens = n_predict;
-  squeeze::text::StopChecker checker(stop);
+  const std::vector<int32_t> banned = squeeze::generate::unused_tokens(tok);
+  squeeze::generate::Sequence seq(tok, squeeze::text::Sampler(sampler_params(args)),
+                                  {.stop = stop, .n_ctx = session.n_ctx(), .render_control = printer.has_value()},
+                                  reasoning.muse ? reasoning.new_turn() : nullptr, banned);
 
   if (!chat) emit(args.has("--prompt") ? args.get("--prompt") : tok.decode(prompt));  // a chat prints only the answer, as `squeeze chat` does
-  for (int32_t t : prompt) sampler.accept(t);
 
   const auto t0 = Clock::now();
   auto logits = speculation.speculator ? speculation.speculator->prefill(prompt)
@@ -186,10 +187,9 @@ int run_generate(int argc, char** argv) {
   }
 
   const auto t1 = Clock::now();
+  seq.start(session.position(), prompt);
   const DecodeResult result =
-      decode(session, tok, sampler, checker, logits,
-             {.n_predict = n_predict, .speculator = speculation.speculator.get(), .thinking = thinking.get(),
-              .render_control = printer.has_value()},
+      decode(session, seq, logits, {.speculator = speculation.speculator.get()},
              printer ? std::function<void(const std::string&)>([&printer](const std::string& t) { printer->feed(t); })
                      : std::function<void(const std::string&)>(emit));
   if (printer) printer->finish();
@@ -205,7 +205,7 @@ int run_generate(int argc, char** argv) {
                generated / std::max(gen_s, 1e-9), mem.bytes_held, static_cast<long long>(mem.positions),
                squeeze::default_thread_pool().size());
   if (speculation.speculator) std::fprintf(stderr, "%s\n", speculation_summary(speculation).c_str());
-  if (thinking)
+  if (const auto* thinking = seq.thinking())
     std::fprintf(stderr, "reasoning %s: %lld thinking tokens of a budget of %lld%s\n", reasoning.level.c_str(),
                  static_cast<long long>(thinking->thinking_tokens()), static_cast<long long>(thinking->budget()),
                  thinking->forced_close() ? " (the budget closed the thinking)" : "");

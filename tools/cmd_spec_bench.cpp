@@ -81,6 +81,7 @@ int run_spec_bench(int argc, char** argv) {
   std::unique_ptr<model::Drafter> drafter;
   if (args.has("--draft")) drafter = model::Drafter::load(args.get("--draft"), *target);
   const auto& tok = target->tokenizer();
+  const std::vector<int32_t> banned = generate::unused_tokens(tok);
   const auto prompts = cli::read_prompt_file(args.get("--prompts"), *target, args.has("--chat"));
   const int64_t n = args.get_int("-n"), n_ctx = args.get_int("--ctx");
 
@@ -143,15 +144,15 @@ int run_spec_bench(int argc, char** argv) {
           spec = std::make_unique<model::Speculator>(session, *source,
                                                      model::SpeculatorParams{.max_drafts = drafts, .adaptive = m.block == 0});
         }
-        text::Sampler sampler({.temperature = static_cast<float>(temp), .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
-                               .seed = static_cast<uint64_t>(args.get_int("--seed")) + p});
-        for (int32_t t : prompts[p]) sampler.accept(t);
-        text::StopChecker checker({.max_tokens = n});
+        generate::Sequence seq(tok,
+                               text::Sampler({.temperature = static_cast<float>(temp), .top_k = 40, .top_p = 0.95f,
+                                              .min_p = 0.05f, .seed = static_cast<uint64_t>(args.get_int("--seed")) + p}),
+                               {.stop = {.max_tokens = n}, .n_ctx = session.n_ctx()}, nullptr, banned);
         const auto logits = spec ? spec->prefill(prompts[p]) : session.forward(prompts[p]);
+        seq.start(session.position(), prompts[p]);
         std::string out;
         const auto t0 = Clock::now();
-        const auto r = cli::decode(session, tok, sampler, checker, logits, {.n_predict = n, .speculator = spec.get()},
-                                   [&](const std::string& s) { out += s; });
+        const auto r = cli::decode(session, seq, logits, {.speculator = spec.get()}, [&](const std::string& s) { out += s; });
         Tally& t = tally[mi];
         t.seconds += seconds_since(t0);
         t.tokens += r.generated;

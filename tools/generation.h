@@ -1,6 +1,6 @@
 // tools/generation.h — what `generate` and `chat` share: the sampling options, the
 // sampler built from them, and the token-by-token decode loop (sample, stop checks,
-// stream, run the token), so both commands sample and stop the same way.
+// stream, run the token) over a model::Session, around the generation layer's Sequence.
 #pragma once
 
 #include <atomic>
@@ -13,10 +13,8 @@
 #include "args.h"
 #include "model/session.h"
 #include "model/speculative.h"
-#include "generate/thinking_budget.h"
+#include "generate/sequence.h"
 #include "text/sampler.h"
-#include "text/stop.h"
-#include "text/tokenizer.h"
 
 namespace squeeze::cli {
 
@@ -28,36 +26,26 @@ text::SamplerParams sampler_params(const Args& args);
 void emit_stdout(const std::string& text);
 
 struct DecodeResult {
-  int64_t generated = 0;      // tokens sampled (the stop token included)
+  int64_t generated = 0;      // tokens released to the output
   bool context_full = false;  // ended because the cache had no room for the next token
   bool interrupted = false;   // ended because *interrupt became true
 };
 
 struct DecodeParams {
-  int64_t n_predict = 0;
-  // Checked before each token; when it reads true the answer ends there (Ctrl-C).
+  // Checked before each step; when it reads true the answer ends there (Ctrl-C).
   const std::atomic<bool>* interrupt = nullptr;
-  // Every token run through the session is appended here (the ids the KV cache holds).
+  // Every token left in the session's cache is appended here (and taken back with it).
   std::vector<int32_t>* forwarded = nullptr;
   // Speculative decoding around the session (null: one token per step). The output is the
-  // same either way: each draft is kept only when the sampler, walking the verified rows,
-  // picks it itself.
+  // same either way (generate/sequence.h: the verify-walk).
   model::Speculator* speculator = nullptr;
-  // Reasoning effort enforced (generate/thinking_budget.h; null: none): its mask applies to
-  // every sample, and a forced close takes the unfinished word back from the cache and
-  // runs the closing tokens instead.
-  generate::ThinkingBudget* thinking = nullptr;
-  // Control tokens reach `emit` as their text (for an output parser such as Muse Glimmer's).
-  bool render_control = false;
 };
 
-// Samples from `logits` (those of the last cached position), streams the text that
-// `checker` releases to `emit`, and runs each token that does not end generation.
-// Tokens of type `unused` are never sampled. Ends at a stop of `checker`, after
-// n_predict tokens, on interrupt, or with the context exactly full; the checker's held
-// text is emitted in every case.
-DecodeResult decode(model::Session& session, const text::Tokenizer& tok, text::Sampler& sampler,
-                    text::StopChecker& checker, std::span<const float> logits, const DecodeParams& params,
-                    const std::function<void(const std::string&)>& emit);
+// Drives `seq` (started at the session's position) over the session: `logits` are those of
+// the last cached position; runs what the sequence feeds (with drafts when a speculator is
+// given), applies what each step keeps and takes back, and streams the released text to
+// `emit` until the sequence finishes or *interrupt; the held text is emitted in every case.
+DecodeResult decode(model::Session& session, generate::Sequence& seq, std::span<const float> logits,
+                    const DecodeParams& params, const std::function<void(const std::string&)>& emit);
 
 }  // namespace squeeze::cli

@@ -178,6 +178,7 @@ int run_reasoning_eval(const Args& args) {
   const int64_t answer_tokens = args.get_int("--answer-tokens");
   const int64_t n_ctx = args.has("--ctx") ? args.get_int("--ctx") : 0;  // eval's default window is not this mode's
   model::Session session(*model, {.n_ctx = n_ctx, .batch = 64});
+  const std::vector<int32_t> banned = generate::unused_tokens(tok);
 
   std::vector<SettingResult> results;
   for (const Setting& s : settings) {
@@ -193,21 +194,22 @@ int run_reasoning_eval(const Args& args) {
                 session.n_ctx());
       session.reset();
       const auto logits = session.forward(prompt);
-      text::Sampler sampler({.temperature = 0});
-      generate::ThinkingBudget budget(chosen.vocab, s.budget);
-      text::StopChecker checker({.eos_ids = stop_ids, .max_tokens = s.budget + answer_tokens});
+      generate::Sequence seq(tok, text::Sampler({.temperature = 0}),
+                             {.stop = {.eos_ids = stop_ids, .max_tokens = s.budget + answer_tokens},
+                              .n_ctx = session.n_ctx(),
+                              .render_control = true},
+                             std::make_unique<generate::ThinkingBudget>(chosen.vocab, s.budget), banned);
+      seq.start(session.position(), prompt);
       std::string text;
       std::vector<int32_t> run;
-      decode(session, tok, sampler, checker, logits,
-             {.n_predict = s.budget + answer_tokens, .forwarded = &run, .thinking = &budget, .render_control = true},
-             [&text](const std::string& t) { text += t; });
+      decode(session, seq, logits, {.forwarded = &run}, [&text](const std::string& t) { text += t; });
       const auto parsed = chat::parse_muse_glimmer_output(text);
       Outcome o;
       const std::string answer = trim(parsed.content);
       o.answered = !answer.empty();
       o.correct = answer == p.answer;
       o.thinking = count_thinking_tokens(run, tok);
-      o.hit = budget.forced_close();
+      o.hit = seq.thinking()->forced_close();
       o.over = o.thinking > s.budget;
       r.outcomes.push_back(o);
       std::fprintf(stderr, "\r%s: %zu/%zu  accuracy %.1f%%   ", s.name.c_str(), i + 1, problems.size(), 100.0 * r.accuracy());
