@@ -182,7 +182,7 @@ int run_reasoning_eval(const Args& args) {
 
   std::vector<SettingResult> results;
   for (const Setting& s : settings) {
-    SettingResult r{.setting = s};
+    SettingResult r{.setting = s, .outcomes = {}};
     const Json vars = {{"reasoning_strength", s.level}, {"reasoning_effort", s.level}, {"current_date", "2026-06-01"}};
     const auto t0 = Clock::now();
     for (size_t i = 0; i < problems.size(); ++i) {

@@ -56,6 +56,8 @@ struct ThinkingVocab {
   const text::Tokenizer& tok;
   int32_t start, message, eom, eot;
   std::vector<int32_t> assistant;  // the tokens of "assistant" after <|start|>
+  // The tokens a forced close runs: <|eom|> <|start|> assistant.
+  int64_t close_length() const { return 2 + static_cast<int64_t>(assistant.size()); }
   std::vector<std::string> pieces;  // every token's text (control tokens: empty)
 };
 

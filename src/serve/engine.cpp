@@ -54,24 +54,21 @@ struct Engine::Slot {
   std::vector<uint64_t> prompt_keys;
   uint64_t key_at(size_t p) const { return p < prompt_keys.size() ? prompt_keys[p] : vision::text_key(ids[p]); }
   std::optional<Job> job;
-  std::optional<text::Sampler> sampler;
-  std::optional<text::StopChecker> checker;
+  std::optional<generate::Sequence> seq;  // the request's generation (generate/sequence.h)
   int64_t prefill_pos = 0;   // next prompt position to run while < prompt size
-  int32_t pending = -1;      // the sampled token the next step runs
   int64_t cached = 0;        // prompt tokens reused from the cache
-  // speculative decoding: the source follows ids; `verify` holds [pending, drafts…] of a step
+  // the tokens of this step: what the sequence feeds, then `drafts` drafts from the source
+  // (which follows ids)
+  std::vector<int32_t> run;
+  int64_t drafts = 0;
   std::unique_ptr<model::DraftSource> source;
   std::optional<model::DraftLengthController> controller;
-  std::vector<int32_t> verify;
   double draft_seconds = 0;
-  // the request's thinking budget: tokens a forced close runs next, and the tokens it takes back
-  std::unique_ptr<generate::ThinkingBudget> thinking;
-  std::deque<int32_t> forced;
-  int64_t take_back = -1;  // ≥ 0: a close is waiting for apply_take_back
   uint64_t last_used = 0;
   Clock::time_point first_token_at, last_token_at;
   bool busy() const { return job.has_value(); }
   bool prefilling() const { return busy() && prefill_pos < static_cast<int64_t>(job->req.prompt.size()); }
+  bool decoding() const { return busy() && !prefilling() && seq && !seq->feed().empty(); }
 };
 
 Engine::Engine(const model::Model& model, EngineParams params)
@@ -80,8 +77,6 @@ Engine::Engine(const model::Model& model, EngineParams params)
       n_ctx_(params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(model.config().n_ctx, 4096)),
       chunk_(std::max<int64_t>(1, params.chunk)),
       max_queue_(static_cast<size_t>(std::max<int64_t>(0, params.max_queue))),
-      scratch_(model.config(), std::max<int64_t>(1, params.parallel) * (1 + (params.drafter || params.lookup ? params.max_drafts : 0)) +
-                                   std::max<int64_t>(1, params.chunk)),
       drafter_(params.drafter),
       lookup_(params.lookup),
       adaptive_drafts_(params.adaptive_drafts) {
@@ -107,8 +102,14 @@ Engine::Engine(const model::Model& model, EngineParams params)
     }
   }
   const text::Tokenizer& tok = model.tokenizer();
-  for (int32_t id = 0; id < tok.n_vocab(); ++id)
-    if (tok.token_type(id) == text::TokenType::unused) banned_.push_back(id);
+  banned_ = generate::unused_tokens(tok);
+  // A decoding slot runs its pending token and drafts, or the tokens of a forced close.
+  slot_rows_ = 1 + max_drafts_;
+  if (generate::ThinkingBudget::supports(tok)) {
+    thinking_vocab_ = std::make_shared<const generate::ThinkingVocab>(tok);
+    slot_rows_ = std::max(slot_rows_, thinking_vocab_->close_length());
+  }
+  scratch_.emplace(model.config(), params.parallel * slot_rows_ + chunk_);
   stats_.slots = params.parallel;
   thread_ = std::thread([this] { loop(); });
 }
@@ -177,17 +178,22 @@ void Engine::assign(Job job) {
   s.prompt_keys = keys;
   s.prefill_pos = best_reuse;
   s.cached = best_reuse;
-  s.pending = -1;
+  s.first_token_at = {};
   try {
-    s.sampler.emplace(job.req.sampling);
-    s.checker.emplace(text::StopParams{.eos_ids = job.req.stop_ids, .stop_strings = job.req.stop_strings,
-                                       .max_tokens = job.req.max_tokens});
-    if (job.req.thinking_budget >= 0 && !thinking_vocab_)
-      thinking_vocab_ = std::make_shared<const generate::ThinkingVocab>(model_.tokenizer());  // once per engine
-    s.thinking = job.req.thinking_budget >= 0 ? std::make_unique<generate::ThinkingBudget>(thinking_vocab_, job.req.thinking_budget)
-                                              : nullptr;
-    s.forced.clear();
-    s.take_back = -1;
+    const GenerationRequest& req = job.req;
+    SQZ_CHECK(req.thinking_budget < 0 || thinking_vocab_, "a thinking budget needs Muse Glimmer's framing");
+    s.seq.emplace(model_.tokenizer(), text::Sampler(req.sampling),
+                  generate::SequenceParams{.stop = {.eos_ids = req.stop_ids,
+                                                    .stop_strings = req.stop_strings,
+                                                    .max_tokens = req.max_tokens},
+                                           .n_ctx = n_ctx_,
+                                           .render_control = req.render_control,
+                                           .top_logprobs = req.top_logprobs,
+                                           .logit_bias = req.logit_bias},
+                  req.thinking_budget >= 0
+                      ? std::make_unique<generate::ThinkingBudget>(thinking_vocab_, req.thinking_budget)
+                      : nullptr,
+                  banned_);
   } catch (const std::exception& e) {
     job.stream->push({.finish = FinishReason::error, .error = e.what()});
     return;
@@ -202,31 +208,19 @@ void Engine::assign(Job job) {
 
 void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
   Update u;
-  if (s.checker && s.checker->reason() == text::StopReason::none && reason != FinishReason::error) {
-    // A word the thinking budget held back when generation ended (length, cancel) is output.
-    if (s.thinking)
-      for (int32_t t : s.thinking->finish()) {
-        const auto step = s.checker->push(t, model_.tokenizer().token_to_piece(t, {.render_control = s.job->req.render_control}));
-        u.text += step.text;
-        if (step.stopped()) break;
-      }
-    if (s.checker->reason() == text::StopReason::none) u.text += s.checker->finish();
-  }
+  // What the sequence still holds (a word the thinking budget held back, a possible stop
+  // string's start) is output when it ends for a length or a cancel.
+  if (s.seq && reason != FinishReason::error) u.text = s.seq->flush();
   u.finish = reason;
   u.error = error;
   u.prompt_tokens = static_cast<int64_t>(s.job->req.prompt.size());
   u.cached_tokens = s.cached;
-  u.completion_tokens = s.checker ? s.checker->n_tokens() : 0;
+  u.completion_tokens = s.seq ? s.seq->n_tokens() : 0;
   const bool started = u.completion_tokens > 0;
   if (started) u.ttft_s = seconds_between(s.job->queued, s.first_token_at);
   s.job->stream->push(std::move(u));
   s.job.reset();
-  s.sampler.reset();
-  s.checker.reset();
-  s.thinking.reset();
-  s.forced.clear();
-  s.take_back = -1;
-  s.pending = -1;
+  s.seq.reset();
   s.last_used = ++tick_;
   if (reason == FinishReason::error) {  // whatever the cache holds is suspect
     s.cache.clear();
@@ -242,135 +236,92 @@ void Engine::finish(Slot& s, FinishReason reason, const std::string& error) {
   }
 }
 
-void Engine::sample_next(Slot& s, std::span<float> masked) {
-  const GenerationRequest& req = s.job->req;
-  for (const auto& [id, bias] : req.logit_bias)
-    masked[static_cast<size_t>(id)] = bias <= -100.0f ? -INFINITY : masked[static_cast<size_t>(id)] + bias;
-  for (int32_t id : banned_) masked[static_cast<size_t>(id)] = -INFINITY;  // in the step's own logits row
-  if (s.thinking) s.thinking->mask(masked);  // no `self` header once the budget closed the thinking
-  const int32_t next = s.sampler->sample(masked);
-  s.sampler->accept(next);
-
-  Update u;
-  if (req.top_logprobs >= 0) {  // log-softmax of the model's own distribution
-    float mx = -INFINITY;
-    for (float l : masked) mx = std::max(mx, l);
-    double sum = 0;
-    for (float l : masked) sum += std::exp(static_cast<double>(l - mx));
-    const float lse = mx + static_cast<float>(std::log(sum));
-    TokenLogprob t{next, masked[static_cast<size_t>(next)] - lse, {}};
-    if (req.top_logprobs > 0) {
-      std::vector<int32_t> order(masked.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-      const size_t k = std::min(order.size(), static_cast<size_t>(req.top_logprobs));
-      std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(), [&](int32_t a, int32_t b) {
-        return masked[static_cast<size_t>(a)] > masked[static_cast<size_t>(b)] ||
-               (masked[static_cast<size_t>(a)] == masked[static_cast<size_t>(b)] && a < b);
-      });
-      for (size_t i = 0; i < k; ++i) t.top.push_back({order[i], masked[static_cast<size_t>(order[i])] - lse});
+model::SequenceChunk Engine::decode_chunk(Slot& s) {
+  const std::vector<int32_t>& feed = s.seq->feed();
+  s.run.assign(feed.begin(), feed.end());
+  s.drafts = 0;
+  s.draft_seconds = 0;
+  if (s.source) {
+    const int64_t k = s.controller->choose(s.seq->draft_room());
+    if (k > 0) {
+      const auto t0 = Clock::now();
+      const auto drafts = s.source->propose(s.run[0], k);
+      s.draft_seconds = seconds_between(t0, Clock::now());
+      s.run.insert(s.run.end(), drafts.begin(), drafts.end());
+      s.drafts = static_cast<int64_t>(drafts.size());
     }
-    u.logprobs.push_back(std::move(t));
   }
+  return {.cache = &s.cache, .tokens = s.run.data(), .n = static_cast<int64_t>(s.run.size()), .all_logits = s.drafts > 0};
+}
+
+void Engine::advance(Slot& s, const float* rows, int64_t pos0, const float* taps, double step_s) {
+  const auto V = static_cast<size_t>(model_.config().n_vocab);
+  const size_t n_rows = s.drafts > 0 ? s.run.size() : 1;
+  const std::span<const int32_t> drafts(s.run.data() + (s.run.size() - static_cast<size_t>(s.drafts)),
+                                        static_cast<size_t>(s.drafts));
+  if (s.source && pos0 >= 0) s.controller->record_step(static_cast<int64_t>(s.run.size()), step_s);
+  const generate::Sequence::Step step = s.seq->advance(std::span<const float>(rows, n_rows * V), drafts);
 
   const auto now = Clock::now();
-  {
+  if (step.sampled > 0) {
     std::lock_guard lock(mu_);
-    ++stats_.generated_tokens;
-    if (s.checker->n_tokens() == 0) {
+    stats_.generated_tokens += step.sampled;
+    if (s.first_token_at == Clock::time_point{}) {
       stats_.ttft_sum_s += seconds_between(s.job->queued, now);
       ++stats_.ttft_count;
+      stats_.inter_token_count += step.sampled - 1;  // the walk's further tokens came with it
     } else {
       stats_.inter_token_sum_s += seconds_between(s.last_token_at, now);
-      ++stats_.inter_token_count;
+      stats_.inter_token_count += step.sampled;
     }
   }
-  if (s.checker->n_tokens() == 0) s.first_token_at = now;
-  s.last_token_at = now;
+  if (step.sampled > 0) {
+    if (s.first_token_at == Clock::time_point{}) s.first_token_at = now;
+    s.last_token_at = now;
+  }
 
-  // What reaches the output: the token, or with a thinking budget what it releases (a word
-  // is held until it is finished) and, when it closes the thinking, the closing tokens.
-  std::vector<int32_t> out(1, next);
-  bool closed = false;
-  if (s.thinking) {
-    generate::ThinkingBudget::Step step = s.thinking->push(next);
-    out = std::move(step.emit);
-    if (step.close) {
-      closed = true;
-      s.take_back = step.take_back;
-      s.forced.assign(step.force.begin(), step.force.end());
-      out.insert(out.end(), step.force.begin(), step.force.end());
+  // The cache keeps what the sequence kept of the tokens just run (none after the prompt).
+  if (pos0 >= 0) {
+    s.cache.truncate(pos0 + step.keep);
+    s.ids.insert(s.ids.end(), s.run.begin(), s.run.begin() + step.keep);
+    // the source follows ids even when the request ends here (the next one may reuse the prefix)
+    if (s.source) s.source->commit(std::span<const int32_t>(s.run.data(), static_cast<size_t>(step.keep)), taps);
+    if (s.drafts > 0) {
+      s.controller->record_verify(s.drafts, step.keep - 1, s.draft_seconds);
+      std::lock_guard lock(mu_);
+      ++stats_.spec_verify_steps;
+      stats_.spec_drafted += s.drafts;
+      stats_.spec_accepted += step.keep - 1;
     }
   }
-  for (int32_t t : out) {
-    const std::string piece = model_.tokenizer().token_to_piece(t, {.render_control = req.render_control});
-    const text::StopStep step = s.checker->push(t, piece);
-    u.text += step.text;
-    if (step.stopped()) {
-      s.job->stream->push(std::move(u));
-      finish(s, step.reason == text::StopReason::max_tokens ? FinishReason::length : FinishReason::stop);
+  if (step.take_back > 0) {  // a forced close: the unfinished word leaves the cache
+    const int64_t pos = s.cache.size() - step.take_back;
+    try {
+      SQZ_CHECK(pos >= s.cache.min_truncate_position(), "the thinking budget cannot take back the unfinished word");
+      if (s.source) s.source->truncate(pos);
+    } catch (const std::exception& e) {
+      finish(s, FinishReason::error, e.what());
       return;
     }
+    s.cache.truncate(pos);
+    s.ids.resize(static_cast<size_t>(pos));
   }
-  if (s.cache.size() >= n_ctx_) {  // no room to run it: the context is exactly full
-    s.job->stream->push(std::move(u));
-    finish(s, FinishReason::length);
-    return;
-  }
-  if (!u.text.empty() || !u.logprobs.empty()) s.job->stream->push(std::move(u));
-  if (closed) next_forced(s);
-  else s.pending = next;
-}
 
-void Engine::next_forced(Slot& s) {
-  s.pending = s.forced.front();
-  s.forced.pop_front();
-}
-
-void Engine::apply_take_back(Slot& s) {
-  if (s.take_back < 0) return;
-  const int64_t pos = s.cache.size() - s.take_back;
-  s.take_back = -1;
-  if (pos == s.cache.size()) return;
-  try {
-    SQZ_CHECK(pos >= s.cache.min_truncate_position(), "the thinking budget cannot take back the unfinished word");
-    if (s.source) s.source->truncate(pos);
-  } catch (const std::exception& e) {
-    if (s.busy()) finish(s, FinishReason::error, e.what());
-    return;
+  Update u{.text = step.text, .logprobs = step.logprobs};
+  switch (s.seq->finish_reason()) {
+    case generate::Finish::none:
+      if (!u.text.empty() || !u.logprobs.empty()) s.job->stream->push(std::move(u));
+      return;
+    case generate::Finish::stop:
+      s.job->stream->push(std::move(u));
+      finish(s, FinishReason::stop);
+      return;
+    case generate::Finish::max_tokens:
+    case generate::Finish::context_full:
+      s.job->stream->push(std::move(u));
+      finish(s, FinishReason::length);
+      return;
   }
-  s.cache.truncate(pos);
-  s.ids.resize(static_cast<size_t>(pos));
-}
-
-void Engine::accept_drafts(Slot& s, float* rows, int64_t pos0, const float* taps) {
-  const int64_t V = model_.config().n_vocab, drafts = static_cast<int64_t>(s.verify.size()) - 1;
-  int64_t kept = 1;  // verify[0] (the pending token) always stays
-  s.ids.push_back(s.verify[0]);
-  s.pending = -1;
-  if (!s.forced.empty()) {  // a forced close is running its tokens: nothing drafted, nothing sampled
-    s.cache.truncate(pos0 + 1);
-    s.source->commit(std::span<const int32_t>(s.verify.data(), 1), taps);
-    next_forced(s);
-    return;
-  }
-  for (int64_t i = 0; i <= drafts; ++i) {
-    sample_next(s, std::span<float>(rows + i * V, static_cast<size_t>(V)));
-    if (!s.busy() || s.take_back >= 0 || i == drafts || s.pending != s.verify[static_cast<size_t>(i + 1)]) break;
-    s.ids.push_back(s.pending);  // the draft the target picked itself: already in the cache
-    s.pending = -1;
-    ++kept;
-  }
-  s.cache.truncate(pos0 + kept);
-  if (drafts > 0) {
-    s.controller->record_verify(drafts, kept - 1, s.draft_seconds);
-    std::lock_guard lock(mu_);
-    ++stats_.spec_verify_steps;
-    stats_.spec_drafted += drafts;
-    stats_.spec_accepted += kept - 1;
-  }
-  // the source follows ids even when the request ended here (the next one may reuse the prefix)
-  s.source->commit(std::span<const int32_t>(s.verify.data(), static_cast<size_t>(kept)), taps);
-  apply_take_back(s);
 }
 
 void Engine::loop() {
@@ -409,29 +360,14 @@ void Engine::loop() {
     for (auto& s : slots_)
       if (s->busy() && s->job->stream->cancelled()) finish(*s, FinishReason::cancelled);
 
-    // The step: every decoding slot's pending token, then whole prompt chunks (aligned to
-    // multiples of chunk_) oldest request first, while they fit the chunk budget.
+    // The step: what every decoding slot's sequence feeds (its pending token with drafts, or
+    // the tokens of a forced close), then whole prompt chunks (aligned to multiples of
+    // chunk_) oldest request first, while they fit the chunk budget.
     std::vector<model::SequenceChunk> chunks;
     std::vector<Slot*> who;
     for (auto& s : slots_)
-      if (s->busy() && !s->prefilling() && s->pending >= 0) {
-        if (!s->source) {
-          chunks.push_back({.cache = &s->cache, .tokens = &s->pending, .n = 1});
-        } else {  // [pending, drafts…]: drafts only while they fit what is left to generate
-          const int64_t left = s->job->req.max_tokens - s->checker->n_tokens();
-          const int64_t room = std::min(left - 1, n_ctx_ - s->cache.size() - 2);
-          const int64_t k = s->forced.empty() ? s->controller->choose(room) : 0;
-          s->verify.assign(1, s->pending);
-          s->draft_seconds = 0;
-          if (k > 0) {
-            const auto t0 = Clock::now();
-            const auto drafts = s->source->propose(s->pending, k);
-            s->draft_seconds = seconds_between(t0, Clock::now());
-            s->verify.insert(s->verify.end(), drafts.begin(), drafts.end());
-          }
-          const auto n = static_cast<int64_t>(s->verify.size());
-          chunks.push_back({.cache = &s->cache, .tokens = s->verify.data(), .n = n, .all_logits = n > 1});
-        }
+      if (s->decoding()) {
+        chunks.push_back(decode_chunk(*s));
         who.push_back(s.get());
       }
     std::vector<Slot*> prefills;
@@ -461,7 +397,7 @@ void Engine::loop() {
     if (tapping) taps_.resize(static_cast<size_t>(step_rows * static_cast<int64_t>(tap_layers_.size()) * model_.config().n_embd));
     const auto t_step = Clock::now();
     try {
-      model::forward_step(model_, pool_, scratch_, chunks, logits_.data(),
+      model::forward_step(model_, pool_, *scratch_, chunks, logits_.data(),
                           {.batch_invariant = true, .tap_layers = tapping ? &tap_layers_ : nullptr,
                            .taps = tapping ? taps_.data() : nullptr});
     } catch (const std::exception& e) {
@@ -486,27 +422,19 @@ void Engine::loop() {
       logit_row += static_cast<size_t>(chunks[i].all_logits ? chunks[i].n : 1);
       const float* taps = tapping ? taps_.data() + step_row * tap_width : nullptr;
       step_row += chunks[i].n;
-      const std::span<float> row(rows, static_cast<size_t>(V));
-      if (s.prefilling()) {
-        s.ids.insert(s.ids.end(), chunks[i].tokens, chunks[i].tokens + chunks[i].n);
-        if (s.source) s.source->commit(std::span<const int32_t>(chunks[i].tokens, static_cast<size_t>(chunks[i].n)), taps);
-        s.prefill_pos += chunks[i].n;
-        if (s.prefilling()) continue;  // more prompt to run
-      } else if (s.source) {
-        s.controller->record_step(chunks[i].n, step_s);
-        accept_drafts(s, rows, pos0[i], taps);
+      if (!s.prefilling()) {
+        advance(s, rows, pos0[i], taps, step_s);
         continue;
-      } else {
-        s.ids.push_back(s.pending);
-        s.pending = -1;
-        if (!s.forced.empty()) {  // a forced close runs its tokens without sampling
-          if (s.cache.size() >= n_ctx_) finish(s, FinishReason::length);
-          else next_forced(s);
-          continue;
-        }
       }
-      sample_next(s, row);
-      apply_take_back(s);
+      s.ids.insert(s.ids.end(), chunks[i].tokens, chunks[i].tokens + chunks[i].n);
+      if (s.source) s.source->commit(std::span<const int32_t>(chunks[i].tokens, static_cast<size_t>(chunks[i].n)), taps);
+      s.prefill_pos += chunks[i].n;
+      if (s.prefilling()) continue;  // more prompt to run
+      const auto& prompt = s.job->req.prompt;
+      s.seq->start(static_cast<int64_t>(prompt.size()), prompt);
+      s.run.clear();
+      s.drafts = 0;
+      advance(s, rows, /*pos0=*/-1, taps, step_s);  // the first token, from the prompt's last row
     }
     cv_.notify_all();
   }

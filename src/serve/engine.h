@@ -38,22 +38,15 @@
 #include "model/forward.h"
 #include "model/speculative.h"
 #include "model/model.h"
+#include "generate/sequence.h"
 #include "generate/thinking_budget.h"
 #include "text/sampler.h"
 #include "vision/image_features.h"
 
 namespace squeeze::serve {
 
-struct TopLogprob {
-  int32_t id;
-  float logprob;
-};
-
-struct TokenLogprob {
-  int32_t id;
-  float logprob;                 // log-softmax of the model's logits (temperature 1)
-  std::vector<TopLogprob> top;   // the top_logprobs most likely, most likely first
-};
+using TopLogprob = generate::TopLogprob;
+using TokenLogprob = generate::TokenLogprob;
 
 enum class FinishReason { none, stop, length, cancelled, error };
 const char* finish_reason_name(FinishReason r);
@@ -159,23 +152,19 @@ class Engine {
   void loop();
   void assign(Job job);                 // a queued job to an idle slot (prefix reuse)
   void finish(Slot& s, FinishReason reason, const std::string& error = {});
-  // Samples from the slot's row of the step's logits (masked in place) and streams the text.
-  void sample_next(Slot& s, std::span<float> masked);
-  // After a step that verified drafts for a decoding slot: walks the rows as sample_next,
-  // keeping drafts while they are what it samples, then rolls the cache back.
-  void accept_drafts(Slot& s, float* rows, int64_t pos0, const float* taps);
-  // After the thinking budget closed a slot's thinking (once its step's rows are settled):
-  // the unfinished word leaves the cache, the ids and the draft source.
-  void apply_take_back(Slot& s);
-  // The next of the tokens a forced close runs becomes the slot's pending token.
-  void next_forced(Slot& s);
+  // The slot's chunk of the step: what its sequence feeds, with drafts when they may follow.
+  model::SequenceChunk decode_chunk(Slot& s);
+  // After the step: the slot's sequence walks its rows (generate/sequence.h); the cache, the
+  // ids and the draft source keep what it keeps and drop what it takes back; the text goes
+  // to the request.
+  void advance(Slot& s, const float* rows, int64_t pos0, const float* taps, double step_s);
 
   const model::Model& model_;
   ThreadPool& pool_;
   int64_t n_ctx_, chunk_;
   size_t max_queue_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  model::ForwardScratch scratch_;
+  std::optional<model::ForwardScratch> scratch_;  // rows for every slot's decode and one prompt chunk
   std::vector<float> logits_;
   const model::Drafter* drafter_;
   bool lookup_;
@@ -185,6 +174,7 @@ class Engine {
   std::vector<float> taps_;           // the step's tapped rows
   std::vector<int32_t> banned_;        // tokens of type `unused`: never sampled
   std::shared_ptr<const generate::ThinkingVocab> thinking_vocab_;  // Muse Glimmer framing: what every budget reads
+  int64_t slot_rows_ = 1;             // the most rows a decoding slot runs in one step
 
   mutable std::mutex mu_;              // guards queue_, stop_, draining_, stats_
   std::condition_variable cv_;

@@ -97,14 +97,14 @@ Generated generate(const std::vector<int32_t>& prompt, int64_t n, const text::Sa
   Session session(m, {.n_ctx = 400, .batch = 16});
   std::unique_ptr<Speculator> spec;
   if (source) spec = std::make_unique<Speculator>(session, *source, SpeculatorParams{.max_drafts = max_drafts, .adaptive = adaptive});
-  text::Sampler sampler(sp);
-  text::StopChecker checker({.max_tokens = n});
-  for (int32_t t : prompt) sampler.accept(t);
   const auto logits = spec ? spec->prefill(prompt) : session.forward(prompt);
+  const std::vector<int32_t> banned = generate::unused_tokens(m.tokenizer());
+  generate::Sequence seq(m.tokenizer(), text::Sampler(sp), {.stop = {.max_tokens = n}, .n_ctx = session.n_ctx()},
+                         nullptr, banned);
+  seq.start(session.position(), prompt);
   Generated r;
   std::vector<int32_t> forwarded;
-  cli::decode(session, m.tokenizer(), sampler, checker, logits,
-              {.n_predict = n, .forwarded = &forwarded, .speculator = spec.get()},
+  cli::decode(session, seq, logits, {.forwarded = &forwarded, .speculator = spec.get()},
               [&](const std::string& s) { r.text += s; });
   r.tokens.assign(forwarded.begin(), forwarded.end());
   if (spec) r.stats = spec->stats();
