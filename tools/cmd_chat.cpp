@@ -108,6 +108,9 @@ int run_chat(int argc, char** argv) {
       .threads_option()
       .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
+      .flag({"--batch-invariant"}, "run every product as `squeeze serve` does (docs/development.md: the determinism\n"
+                                   "rule): the tokens equal the server's for the same prompt, seed and options; the\n"
+                                   "prompt runs slower")
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .flag({"--ignore-eos"}, "answers end only at -n or Ctrl-C, not at EOS / end-of-turn (tests, benchmarks)");
   add_image_options(args);
@@ -136,7 +139,7 @@ int run_chat(int argc, char** argv) {
   const squeeze::generate::ChatFormat format(*model);  // no tokenizer.chat_template: a one-line error
   const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(args.get("--kv"), "--kv");
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
-                                           .kv_type = kv_type});
+                                           .kv_type = kv_type, .batch_invariant = args.has("--batch-invariant")});
   const Speculation speculation = make_speculation(args, *model, session);
   const auto image_inputs = ImageInputs::from_args(args, *model);
   SQZ_CHECK(!image_inputs || !speculation.speculator, "images with speculative decoding are not supported yet");

@@ -66,6 +66,9 @@ int run_generate(int argc, char** argv) {
       .threads_option()
       .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
+      .flag({"--batch-invariant"}, "run every product as `squeeze serve` does (docs/development.md: the determinism\n"
+                                   "rule): the tokens equal the server's for the same prompt, seed and options; the\n"
+                                   "prompt runs slower")
       .option({"--stop"}, "TEXT", "stop when this text is generated")
       .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
       .option({"--dump"}, "DIR", "write every intermediate of the prompt's forward pass and its logits as .npy")
@@ -97,7 +100,7 @@ int run_generate(int argc, char** argv) {
   const std::string kv = args.get("--kv");
   const auto kv_type = squeeze::kernels::cpu::kv_type_from_name(kv, "--kv");
   squeeze::model::Session session(*model, {.n_ctx = args.get_int("--ctx"), .batch = args.get_int("--batch"),
-                                           .kv_type = kv_type});
+                                           .kv_type = kv_type, .batch_invariant = args.has("--batch-invariant")});
   const Speculation speculation = make_speculation(args, *model, session);
   const auto image_inputs = ImageInputs::from_args(args, *model);
   SQZ_CHECK(!image_inputs || !speculation.speculator, "images with speculative decoding are not supported yet");
