@@ -128,180 +128,240 @@ int64_t logit_rows(std::span<const SequenceChunk> chunks) {
   return rows;
 }
 
-void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch, std::span<const SequenceChunk> chunks,
-                  float* logits_out, const ForwardOptions& options) {
-  const ModelConfig& c = model.config();
-  const Weights& w = model.weights();
-  const int64_t E = c.n_embd, F = c.n_ff, QD = c.q_dim(), KD = c.kv_dim();
-  const int64_t n = check_chunks(c, chunks, scratch.max_rows());
-  if (n == 0) return;
-  float *x = scratch.x.data(), *h = scratch.h.data(), *q = scratch.q.data(), *k = scratch.k.data(), *v = scratch.v.data();
-  float *attn = scratch.attn.data(), *proj = scratch.proj.data(), *gate = scratch.gate.data(), *up = scratch.up.data();
-  const bool invariant = options.batch_invariant;
-  // Names are built only while dumping: no string work on the hot path.
-  const bool dumping = options.dump && *options.dump;
-  const auto dump = [&](const char* name, const float* data, int64_t rows, int64_t cols) {
-    if (dumping) (*options.dump)(name, data, rows, cols);
-  };
-  const auto dump_layer = [&](int64_t il, const char* name, const float* data, int64_t rows, int64_t cols) {
-    if (dumping) (*options.dump)("blk." + std::to_string(il) + "." + name, data, rows, cols);
-  };
-  // Lap timer for the profile: mark(op) books the time since the previous mark to op.
-  using Clock = std::chrono::steady_clock;
-  StepProfile* const prof = options.profile;
-  Clock::time_point lap = prof ? Clock::now() : Clock::time_point{};
-  const auto mark = [&](StepOp op) {
-    if (!prof) return;
-    const Clock::time_point t = Clock::now();
-    prof->seconds[static_cast<size_t>(op)] += std::chrono::duration<double>(t - lap).count();
-    lap = t;
-  };
-  // Per chunk: its first row in the step and its first position in its sequence.
-  std::vector<int64_t> row0(chunks.size()), pos0(chunks.size());
-  for (size_t s = 0, r = 0; s < chunks.size(); r += static_cast<size_t>(chunks[s].n), ++s) {
-    row0[s] = static_cast<int64_t>(r);
-    pos0[s] = chunks[s].cache->size();
-  }
-
-  const bool pre_norm = c.norm_placement != NormPlacement::post, post_norm = c.norm_placement != NormPlacement::pre;
-
-  // embed: x[n, E]. Rows given as embeddings (image features) skip the scale and the norm,
-  // as the reference scatters them over the already normalised token embeddings.
-  for (size_t s = 0; s < chunks.size(); ++s)
-    for (int64_t i = 0; i < chunks[s].n; ++i) dequantize_row(w.token_embd, chunks[s].tokens[i], x + (row0[s] + i) * E);
-  dump("token_embd", x, n, E);
-  if (c.embd_scale != 1.0f) {
-    for (int64_t i = 0; i < n * E; ++i) x[i] *= c.embd_scale;
-    dump("inp_scaled", x, n, E);
-  }
-  if (c.embd_norm) {  // weightless RMSNorm of the embeddings (Muse Glimmer)
-    for (int64_t i = 0; i < n; ++i) ops().rmsnorm(x + i * E, nullptr, x + i * E, E, c.rms_eps);
-    dump("embd_norm", x, n, E);
-  }
-  for (size_t s = 0; s < chunks.size(); ++s)
-    if (const float* const* given = chunks[s].embeddings)
-      for (int64_t i = 0; i < chunks[s].n; ++i)
-        if (given[i]) std::copy_n(given[i], E, x + (row0[s] + i) * E);
-  mark(StepOp::embed);
-  const float post_eps = c.effective_post_norm_eps();
-
-  for (int64_t il = 0; il < c.n_layer; ++il) {
-    const LayerWeights& L = w.layers[static_cast<size_t>(il)];
-    const bool local = c.is_local[static_cast<size_t>(il)];
-
-    // attention block; without a pre-norm the sublayer reads the residual stream itself
-    const float* in = x;
-    if (pre_norm) {
-      rmsnorm_rows(x, L.attn_norm, h, n, E, c.rms_eps);                // h[n, E]
-      dump_layer(il, "attn_norm", h, n, E);
-      in = h;
+// One step's rows and what every block of the pass shares: the scratch, the rows and
+// positions of each chunk, the dump and profile hooks. forward_step is the sequence of its
+// named blocks.
+class StepRunner {
+ public:
+  StepRunner(const Model& model, ThreadPool& pool, ForwardScratch& scratch, std::span<const SequenceChunk> chunks,
+             int64_t n, const ForwardOptions& options)
+      : c_(model.config()),
+        w_(model.weights()),
+        pool_(pool),
+        scratch_(scratch),
+        chunks_(chunks),
+        options_(options),
+        n_(n),
+        invariant_(options.batch_invariant),
+        dumping_(options.dump && *options.dump),
+        prof_(options.profile),
+        pre_norm_(c_.norm_placement != NormPlacement::post),
+        post_norm_(c_.norm_placement != NormPlacement::pre),
+        post_eps_(c_.effective_post_norm_eps()),
+        row0_(chunks.size()),
+        pos0_(chunks.size()) {
+    if (prof_) lap_ = Clock::now();
+    // Per chunk: its first row in the step and its first position in its sequence.
+    for (size_t s = 0, r = 0; s < chunks.size(); r += static_cast<size_t>(chunks[s].n), ++s) {
+      row0_[s] = static_cast<int64_t>(r);
+      pos0_[s] = chunks[s].cache->size();
     }
-    mark(StepOp::norm);
-    linear_many(pool, {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}}, in, n, invariant);  // q[n, H·D], k, v[n, Hk·D]
+  }
+
+  // x[n, E]. Rows given as embeddings (image features) skip the scale and the norm, as the
+  // reference scatters them over the already normalised token embeddings.
+  void embed() {
+    const int64_t E = c_.n_embd;
+    float* x = scratch_.x.data();
+    for (size_t s = 0; s < chunks_.size(); ++s)
+      for (int64_t i = 0; i < chunks_[s].n; ++i) dequantize_row(w_.token_embd, chunks_[s].tokens[i], x + (row0_[s] + i) * E);
+    dump("token_embd", x, n_, E);
+    if (c_.embd_scale != 1.0f) {
+      for (int64_t i = 0; i < n_ * E; ++i) x[i] *= c_.embd_scale;
+      dump("inp_scaled", x, n_, E);
+    }
+    if (c_.embd_norm) {  // weightless RMSNorm of the embeddings (Muse Glimmer)
+      for (int64_t i = 0; i < n_; ++i) ops().rmsnorm(x + i * E, nullptr, x + i * E, E, c_.rms_eps);
+      dump("embd_norm", x, n_, E);
+    }
+    for (size_t s = 0; s < chunks_.size(); ++s)
+      if (const float* const* given = chunks_[s].embeddings)
+        for (int64_t i = 0; i < chunks_[s].n; ++i)
+          if (given[i]) std::copy_n(given[i], E, x + (row0_[s] + i) * E);
+    mark(StepOp::embed);
+  }
+
+  // x += post_norm?(W_o · (attention(RoPE(QK-norm?(Q, K)), V) ⊙ sigmoid(gate)?)).
+  void attention_block(int64_t il) {
+    const LayerWeights& L = w_.layers[static_cast<size_t>(il)];
+    const bool local = c_.is_local[static_cast<size_t>(il)];
+    const int64_t QD = c_.q_dim(), KD = c_.kv_dim();
+    float *q = scratch_.q.data(), *k = scratch_.k.data(), *v = scratch_.v.data(), *attn = scratch_.attn.data();
+    const float* in = sublayer_input(il, L.attn_norm, "attn_norm");
+    linear_many(pool_, {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}}, in, n_, invariant_);  // q[n, H·D], k, v[n, Hk·D]
     mark(StepOp::qkv);
-    if (c.qk_norm) {                                                    // RMSNorm of each head's row of D
-      rmsnorm_rows(q, L.q_norm, q, n * c.n_head, c.head_dim, c.rms_eps);
-      rmsnorm_rows(k, L.k_norm, k, n * c.n_head_kv, c.head_dim, c.rms_eps);
+    if (c_.qk_norm) {  // RMSNorm of each head's row of D
+      rmsnorm_rows(q, L.q_norm, q, n_ * c_.n_head, c_.head_dim, c_.rms_eps);
+      rmsnorm_rows(k, L.k_norm, k, n_ * c_.n_head_kv, c_.head_dim, c_.rms_eps);
     }
     mark(StepOp::norm);
-    if (c.uses_rope(il)) {
-      const float base = local ? c.rope_base_local : c.rope_base_global;
-      for (size_t s = 0; s < chunks.size(); ++s) {
-        rope_rows(q + row0[s] * QD, chunks[s].n, pos0[s], c.n_head, c, base);
-        rope_rows(k + row0[s] * KD, chunks[s].n, pos0[s], c.n_head_kv, c, base);
+    if (c_.uses_rope(il)) {
+      const float base = local ? c_.rope_base_local : c_.rope_base_global;
+      for (size_t s = 0; s < chunks_.size(); ++s) {
+        rope_rows(q + row0_[s] * QD, chunks_[s].n, pos0_[s], c_.n_head, c_, base);
+        rope_rows(k + row0_[s] * KD, chunks_[s].n, pos0_[s], c_.n_head_kv, c_, base);
       }
     }
     mark(StepOp::rope);
-    dump_layer(il, "attn_q", q, n, QD);
-    dump_layer(il, "attn_k", k, n, KD);
-    dump_layer(il, "attn_v", v, n, KD);
-    for (size_t s = 0; s < chunks.size(); ++s) {                        // per sequence: its cache, its positions
-      KvCache& cache = *chunks[s].cache;
-      cache.append(il, {.k = k + row0[s] * KD, .v = v + row0[s] * KD, .n = chunks[s].n});
-      kernels::cpu::attention(pool,
-                              {.n_heads = c.n_head, .n_kv_heads = c.n_head_kv, .head_dim = c.head_dim,
-                               .window = local ? c.sliding_window : 0, .scale = c.attn_scale,
-                               .batch_invariant = invariant},
+    dump_layer(il, "attn_q", q, n_, QD);
+    dump_layer(il, "attn_k", k, n_, KD);
+    dump_layer(il, "attn_v", v, n_, KD);
+    for (size_t s = 0; s < chunks_.size(); ++s) {  // per sequence: its cache, its positions
+      KvCache& cache = *chunks_[s].cache;
+      cache.append(il, {.k = k + row0_[s] * KD, .v = v + row0_[s] * KD, .n = chunks_[s].n});
+      kernels::cpu::attention(pool_,
+                              {.n_heads = c_.n_head, .n_kv_heads = c_.n_head_kv, .head_dim = c_.head_dim,
+                               .window = local ? c_.sliding_window : 0, .scale = c_.attn_scale,
+                               .batch_invariant = invariant_},
                               cache.view(il),
-                              {.q = q + row0[s] * QD, .out = attn + row0[s] * QD, .n_queries = chunks[s].n,
-                               .pos0 = pos0[s]});                       // attn[n, H·D]
+                              {.q = q + row0_[s] * QD, .out = attn + row0_[s] * QD, .n_queries = chunks_[s].n,
+                               .pos0 = pos0_[s]});  // attn[n, H·D]
     }
-    dump_layer(il, "attn_out", attn, n, QD);
+    dump_layer(il, "attn_out", attn, n_, QD);
     mark(StepOp::attention);
-    if (c.attn_gate) {  // attn ⊙ sigmoid(W_gate · the attention block's input)
-      float* g = scratch.attn_gate.data();
-      linear(pool, L.attn_gate, in, n, g, invariant);                   // g[n, H·D]
-      for (int64_t i = 0; i < n * QD; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-g[i]));
-      dump_layer(il, "attn_gated", attn, n, QD);
+    if (c_.attn_gate) {  // attn ⊙ sigmoid(W_gate · the attention block's input)
+      float* g = scratch_.attn_gate.data();
+      linear(pool_, L.attn_gate, in, n_, g, invariant_);  // g[n, H·D]
+      for (int64_t i = 0; i < n_ * QD; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-g[i]));
+      dump_layer(il, "attn_gated", attn, n_, QD);
     }
     mark(StepOp::qkv);
-    linear(pool, L.wo, attn, n, proj, invariant);                       // proj[n, E]
+    float* proj = scratch_.proj.data();
+    linear(pool_, L.wo, attn, n_, proj, invariant_);  // proj[n, E]
     mark(StepOp::out_proj);
-    if (post_norm) {
-      rmsnorm_rows(proj, L.post_attn_norm, proj, n, E, post_eps);
-      dump_layer(il, "attn_post_norm", proj, n, E);
-    }
-    mark(StepOp::norm);
-    ops().add(x, proj, x, n * E);                                       // residual
-    dump_layer(il, "attn_residual", x, n, E);
-    mark(StepOp::residual);
+    add_sublayer_output(il, L.post_attn_norm, "attn_post_norm", "attn_residual");
+  }
 
-    // feed-forward block
-    in = x;
-    if (pre_norm) {
-      rmsnorm_rows(x, L.ffn_norm, h, n, E, c.rms_eps);
-      dump_layer(il, "ffn_norm", h, n, E);
-      in = h;
-    }
-    mark(StepOp::norm);
-    linear_many(pool, {{&L.w_gate, gate}, {&L.w_up, up}}, in, n, invariant);  // gate[n, F], up[n, F]
+  // x += post_norm?(W_down · act(W_gate · x) ⊙ (W_up · x)), act SwiGLU or GeGLU.
+  void ffn_block(int64_t il) {
+    const LayerWeights& L = w_.layers[static_cast<size_t>(il)];
+    const int64_t F = c_.n_ff;
+    float *gate = scratch_.gate.data(), *up = scratch_.up.data(), *proj = scratch_.proj.data();
+    const float* in = sublayer_input(il, L.ffn_norm, "ffn_norm");
+    linear_many(pool_, {{&L.w_gate, gate}, {&L.w_up, up}}, in, n_, invariant_);  // gate[n, F], up[n, F]
     mark(StepOp::ffn_up);
-    if (c.ffn_activation == FfnActivation::gelu_tanh) {
-      ops().geglu(gate, up, gate, n * F);                               // gate = gelu(gate)·up
+    if (c_.ffn_activation == FfnActivation::gelu_tanh) {
+      ops().geglu(gate, up, gate, n_ * F);  // gate = gelu(gate)·up
     } else {
-      ops().swiglu(gate, up, gate, n * F);                              // gate = silu(gate)·up
+      ops().swiglu(gate, up, gate, n_ * F);  // gate = silu(gate)·up
     }
-    dump_layer(il, "ffn_act", gate, n, F);
+    dump_layer(il, "ffn_act", gate, n_, F);
     mark(StepOp::ffn_act);
-    linear(pool, L.w_down, gate, n, proj, invariant);                   // proj[n, E]
+    linear(pool_, L.w_down, gate, n_, proj, invariant_);  // proj[n, E]
     mark(StepOp::ffn_down);
-    if (post_norm) {
-      rmsnorm_rows(proj, L.post_ffn_norm, proj, n, E, post_eps);
-      dump_layer(il, "ffn_post_norm", proj, n, E);
-    }
-    mark(StepOp::norm);
-    ops().add(x, proj, x, n * E);
-    dump_layer(il, "ffn_residual", x, n, E);
-    if (options.taps) {
-      const auto& taps = *options.tap_layers;
+    add_sublayer_output(il, L.post_ffn_norm, "ffn_post_norm", "ffn_residual");
+  }
+
+  // The residual stream after layer il, for a drafter that taps it (ForwardOptions::taps).
+  void tap(int64_t il) {
+    if (options_.taps) {
+      const int64_t E = c_.n_embd;
+      const auto& taps = *options_.tap_layers;
       const int64_t nt = static_cast<int64_t>(taps.size());
       for (int64_t t = 0; t < nt; ++t)
         if (taps[static_cast<size_t>(t)] == il)
-          for (int64_t r = 0; r < n; ++r) std::copy_n(x + r * E, E, options.taps + (r * nt + t) * E);
+          for (int64_t r = 0; r < n_; ++r) std::copy_n(scratch_.x.data() + r * E, E, options_.taps + (r * nt + t) * E);
     }
     mark(StepOp::residual);
   }
 
-  // output head, on each chunk's last token only unless every position's logits are wanted
-  int64_t rows = 0;
-  for (size_t s = 0; s < chunks.size(); ++s) {
-    const int64_t first = chunks[s].all_logits ? 0 : chunks[s].n - 1;
-    const int64_t m = chunks[s].n - first;
-    rmsnorm_rows(x + (row0[s] + first) * E, w.output_norm, h + rows * E, m, E, c.rms_eps);
-    rows += m;
-  }
-  dump("result_norm", h, rows, E);
-  linear(pool, w.output, h, rows, logits_out, invariant);               // logits[rows, V]
-  if (c.logit_scale != 1.0f || c.final_logit_softcap > 0) {             // cap · tanh(scale · logits / cap), one pass
-    const float scale = c.logit_scale, cap = c.final_logit_softcap;
-    for (int64_t i = 0; i < rows * c.n_vocab; ++i) {
-      const float l = logits_out[i] * scale;
-      logits_out[i] = cap > 0 ? cap * std::tanh(l / cap) : l;
+  // logits[rows, V] = scale/soft-cap(W_out · norm(x)), on each chunk's last token only unless
+  // every position's logits are wanted.
+  void output_head(float* logits_out) {
+    const int64_t E = c_.n_embd;
+    float *x = scratch_.x.data(), *h = scratch_.h.data();
+    int64_t rows = 0;
+    for (size_t s = 0; s < chunks_.size(); ++s) {
+      const int64_t first = chunks_[s].all_logits ? 0 : chunks_[s].n - 1;
+      const int64_t m = chunks_[s].n - first;
+      rmsnorm_rows(x + (row0_[s] + first) * E, w_.output_norm, h + rows * E, m, E, c_.rms_eps);
+      rows += m;
     }
+    dump("result_norm", h, rows, E);
+    linear(pool_, w_.output, h, rows, logits_out, invariant_);  // logits[rows, V]
+    if (c_.logit_scale != 1.0f || c_.final_logit_softcap > 0) {  // cap · tanh(scale · logits / cap), one pass
+      const float scale = c_.logit_scale, cap = c_.final_logit_softcap;
+      for (int64_t i = 0; i < rows * c_.n_vocab; ++i) {
+        const float l = logits_out[i] * scale;
+        logits_out[i] = cap > 0 ? cap * std::tanh(l / cap) : l;
+      }
+    }
+    dump("logits", logits_out, rows, c_.n_vocab);
+    mark(StepOp::head);
+    if (prof_) ++prof_->steps;
   }
-  dump("logits", logits_out, rows, c.n_vocab);
-  mark(StepOp::head);
-  if (prof) ++prof->steps;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // A sublayer reads h = RMSNorm(x) with a pre-norm; without one, the residual stream itself.
+  const float* sublayer_input(int64_t il, const std::vector<float>& norm, const char* name) {
+    const float* in = scratch_.x.data();
+    if (pre_norm_) {
+      rmsnorm_rows(scratch_.x.data(), norm, scratch_.h.data(), n_, c_.n_embd, c_.rms_eps);  // h[n, E]
+      dump_layer(il, name, scratch_.h.data(), n_, c_.n_embd);
+      in = scratch_.h.data();
+    }
+    mark(StepOp::norm);
+    return in;
+  }
+
+  // x += post_norm?(proj).
+  void add_sublayer_output(int64_t il, const std::vector<float>& norm, const char* norm_name,
+                           const char* residual_name) {
+    const int64_t E = c_.n_embd;
+    float *x = scratch_.x.data(), *proj = scratch_.proj.data();
+    if (post_norm_) {
+      rmsnorm_rows(proj, norm, proj, n_, E, post_eps_);
+      dump_layer(il, norm_name, proj, n_, E);
+    }
+    mark(StepOp::norm);
+    ops().add(x, proj, x, n_ * E);  // residual
+    dump_layer(il, residual_name, x, n_, E);
+  }
+
+  // Names are built only while dumping: no string work on the hot path.
+  void dump(const char* name, const float* data, int64_t rows, int64_t cols) const {
+    if (dumping_) (*options_.dump)(name, data, rows, cols);
+  }
+  void dump_layer(int64_t il, const char* name, const float* data, int64_t rows, int64_t cols) const {
+    if (dumping_) (*options_.dump)("blk." + std::to_string(il) + "." + name, data, rows, cols);
+  }
+  // Lap timer for the profile: mark(op) books the time since the previous mark to op.
+  void mark(StepOp op) {
+    if (!prof_) return;
+    const Clock::time_point t = Clock::now();
+    prof_->seconds[static_cast<size_t>(op)] += std::chrono::duration<double>(t - lap_).count();
+    lap_ = t;
+  }
+
+  const ModelConfig& c_;
+  const Weights& w_;
+  ThreadPool& pool_;
+  ForwardScratch& scratch_;
+  std::span<const SequenceChunk> chunks_;
+  const ForwardOptions& options_;
+  const int64_t n_;
+  const bool invariant_, dumping_;
+  StepProfile* const prof_;
+  const bool pre_norm_, post_norm_;
+  const float post_eps_;
+  std::vector<int64_t> row0_, pos0_;
+  Clock::time_point lap_{};
+};
+
+void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch, std::span<const SequenceChunk> chunks,
+                  float* logits_out, const ForwardOptions& options) {
+  const int64_t n = check_chunks(model.config(), chunks, scratch.max_rows());
+  if (n == 0) return;
+  StepRunner step(model, pool, scratch, chunks, n, options);
+  step.embed();
+  for (int64_t il = 0; il < model.config().n_layer; ++il) {
+    step.attention_block(il);
+    step.ffn_block(il);
+    step.tap(il);
+  }
+  step.output_head(logits_out);
 }
 
 }  // namespace squeeze::model

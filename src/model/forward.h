@@ -61,6 +61,8 @@ struct ForwardOptions {
   float* taps = nullptr;
 };
 
+class StepRunner;  // forward.cpp: the named blocks of one forward step
+
 // Activations of one step, for at most max_rows tokens over all chunks.
 class ForwardScratch {
  public:
@@ -68,8 +70,7 @@ class ForwardScratch {
   int64_t max_rows() const { return max_rows_; }
 
  private:
-  friend void forward_step(const Model&, ThreadPool&, ForwardScratch&, std::span<const SequenceChunk>, float*,
-                           const ForwardOptions&);
+  friend class StepRunner;
   int64_t max_rows_;
   std::vector<float> x, h, q, k, v, attn, attn_gate, proj, gate, up;
 };
