@@ -27,8 +27,7 @@ struct Server {
     ctx.chat = &chat;
     ctx.model_id = "student";
     // Room for the tool guide (~750 tokens), as tests/serve/test_openai_api.cpp's wide_ctx.
-    ctx.n_ctx = ctx.max_tokens_limit = 2048;
-    ctx.muse_glimmer_output = true;
+    ctx.n_ctx = ctx.max_tokens_limit = 2048;  // the student's chat format frames Muse Glimmer's output
   }
 };
 

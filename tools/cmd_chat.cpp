@@ -167,10 +167,7 @@ int run_chat(int argc, char** argv) {
   };
   std::vector<std::string> pending_images;  // /image files for the next message
   std::list<squeeze::gguf::DeclaredInputs> image_files;  // every /image file, an input from then on
-  // Muse Glimmer framing: <|eom|> ends a message of the turn (the thinking), not the turn.
-  std::vector<int32_t> stop_ids = format.stop_ids();
-  if (reasoning.muse)
-    if (const auto eom = tok.find_token("<|eom|>")) std::erase(stop_ids, *eom);
+  const std::vector<int32_t>& stop_ids = format.turn_stop_ids();
 
   Conversation conversation;
   conversation.set_system(args.get("--system"));
@@ -269,7 +266,7 @@ int run_chat(int argc, char** argv) {
     std::string answer;
     // The thinking (Muse Glimmer's `self` messages) goes to stderr, the answer to stdout.
     std::optional<ThinkingPrinter> printer;
-    if (reasoning.muse)
+    if (format.renders_control())
       printer.emplace([](const std::string& t) { std::fputs(t.c_str(), stderr); },
                       [&answer](const std::string& t) {
                         answer += t;
@@ -280,7 +277,7 @@ int run_chat(int argc, char** argv) {
         tok, std::move(sampler),
         {.stop = {.eos_ids = args.has("--ignore-eos") ? std::vector<int32_t>{} : stop_ids, .max_tokens = n_predict},
          .n_ctx = n_ctx,
-         .render_control = reasoning.muse},
+         .render_control = format.renders_control()},
         reasoning.new_turn(), banned);
     seq.start(session.position(), std::span<const int32_t>(fitted->ids).subspan(prefill.reused));
     const auto t1 = Clock::now();

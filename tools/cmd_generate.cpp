@@ -154,14 +154,12 @@ int run_generate(int argc, char** argv) {
 
   squeeze::text::StopParams stop;
   if (!args.has("--ignore-eos")) {
-    if (chat) stop.eos_ids = format->stop_ids();
+    if (chat) stop.eos_ids = format->turn_stop_ids();
     else if (tok.eos_id() >= 0) stop.eos_ids = {tok.eos_id()};
   }
-  // Muse Glimmer framing: <|eom|> ends a message of the turn (the thinking), not the turn;
-  // the thinking goes to stderr, the answer to stdout.
+  // Muse Glimmer's framing: the thinking goes to stderr, the answer to stdout.
   std::optional<ThinkingPrinter> printer;
-  if (chat && reasoning.muse) {
-    if (const auto eom = tok.find_token("<|eom|>")) std::erase(stop.eos_ids, *eom);
+  if (chat && format->renders_control()) {
     printer.emplace([](const std::string& t) { std::fputs(t.c_str(), stderr); }, emit);
   }
   if (args.has("--stop")) stop.stop_strings = {args.get("--stop")};
@@ -169,7 +167,7 @@ int run_generate(int argc, char** argv) {
   const std::vector<int32_t> banned = squeeze::generate::unused_tokens(tok);
   squeeze::generate::Sequence seq(tok, squeeze::text::Sampler(sampler_params(args)),
                                   {.stop = stop, .n_ctx = session.n_ctx(), .render_control = printer.has_value()},
-                                  reasoning.muse ? reasoning.new_turn() : nullptr, banned);
+                                  reasoning.new_turn(), banned);
 
   if (!chat) emit(args.has("--prompt") ? args.get("--prompt") : tok.decode(prompt));  // a chat prints only the answer, as `squeeze chat` does
 

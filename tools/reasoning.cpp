@@ -2,6 +2,7 @@
 #include "reasoning.h"
 
 #include "core/error.h"
+#include "generate/chat_format.h"
 
 namespace squeeze::cli {
 
@@ -31,7 +32,7 @@ ReasoningSettings reasoning_settings(const Args& args, const model::Model& model
   SQZ_CHECK(level, "--reasoning-effort must be none, minimal, low, medium, high or xhigh (got '",
             args.get("--reasoning-effort"), "')");
   s.level = *level;
-  s.muse = generate::ThinkingVocab::supports(model.tokenizer());
+  s.muse = generate::output_framing(model.tokenizer()) == generate::OutputFraming::muse_glimmer;
   if (s.muse) {
     s.vocab = std::make_shared<const generate::ThinkingVocab>(model.tokenizer());
     s.budget = args.has("--thinking-budget") ? args.get_int("--thinking-budget")

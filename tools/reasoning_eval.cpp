@@ -173,8 +173,7 @@ int run_reasoning_eval(const Args& args) {
     for (const char* level : {"low", "medium", "high", "xhigh"})
       settings.push_back({level, level, budgets.for_level(level)});
   }
-  std::vector<int32_t> stop_ids = format.stop_ids();
-  if (const auto eom = tok.find_token("<|eom|>")) std::erase(stop_ids, *eom);
+  const std::vector<int32_t>& stop_ids = format.turn_stop_ids();
   const int64_t answer_tokens = args.get_int("--answer-tokens");
   const int64_t n_ctx = args.has("--ctx") ? args.get_int("--ctx") : 0;  // eval's default window is not this mode's
   model::Session session(*model, {.n_ctx = n_ctx, .batch = 64});

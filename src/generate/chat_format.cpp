@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "generate/thinking_budget.h"
 
 namespace squeeze::generate {
 namespace {
@@ -34,6 +35,14 @@ ChatFormat::ChatFormat(const model::Model& model)
       bos_(token_text_or_empty(tok_, tok_.bos_id())),
       eos_(token_text_or_empty(tok_, tok_.eos_id())) {
   find_stop_ids(model);
+  framing_ = output_framing(tok_);
+  turn_stop_ids_ = stop_ids_;
+  if (framing_ == OutputFraming::muse_glimmer)
+    if (const auto eom = tok_.find_token("<|eom|>")) std::erase(turn_stop_ids_, *eom);
+}
+
+OutputFraming output_framing(const text::Tokenizer& tok) {
+  return ThinkingVocab::supports(tok) ? OutputFraming::muse_glimmer : OutputFraming::plain;
 }
 
 std::string ChatFormat::render(const chat::Json& messages, bool add_generation_prompt, const chat::Json& tools,

@@ -13,6 +13,14 @@
 
 namespace squeeze::generate {
 
+// How a model frames its answer. Muse Glimmer's framing: a turn is messages
+// `<|start|>ROLE<|message|>…` ended by <|eom|> (more follow) or <|eot|> (the turn ends), the
+// thinking in `self` messages, tool calls in ATEM; chat::MuseGlimmerOutputParser reads it from
+// the text with control tokens rendered. Plain: the answer is the text.
+enum class OutputFraming { plain, muse_glimmer };
+// From the vocabulary: Muse Glimmer's when it has <|start|> <|message|> <|eom|> <|eot|>.
+OutputFraming output_framing(const text::Tokenizer& tok);
+
 class ChatFormat {
  public:
   // Reads tokenizer.chat_template; a model without one is a one-line error naming the key.
@@ -37,6 +45,15 @@ class ChatFormat {
   // taking the special token that follows it, e.g. <|im_end|>, <end_of_turn>, <|eot_id|>).
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
 
+  // Chosen at load; every tool that turns generated text into an answer (the CLI, the
+  // OpenAI layer) reads these instead of asking which model it runs.
+  OutputFraming framing() const { return framing_; }
+  // Control tokens reach the text (an output parser needs them).
+  bool renders_control() const { return framing_ == OutputFraming::muse_glimmer; }
+  // The tokens that end the turn: stop_ids() less those that end a message within it
+  // (<|eom|> under Muse Glimmer's framing: the parser reads the next message).
+  const std::vector<int32_t>& turn_stop_ids() const { return turn_stop_ids_; }
+
  private:
   void find_stop_ids(const model::Model& model);
 
@@ -44,7 +61,8 @@ class ChatFormat {
   ControlTexts controls_;
   chat::Template template_;
   std::string bos_, eos_;
-  std::vector<int32_t> stop_ids_;
+  std::vector<int32_t> stop_ids_, turn_stop_ids_;
+  OutputFraming framing_ = OutputFraming::plain;
 };
 
 }  // namespace squeeze::generate

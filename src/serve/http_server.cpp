@@ -268,7 +268,7 @@ Json Server::models_json() const {
     const model::ModelConfig& c = l->model->config();
     Json caps = Json::array({"completion"});
     if (l->chat) caps.push_back("chat");
-    if (l->ctx.muse_glimmer_output) {
+    if (l->chat && l->chat->framing() == generate::OutputFraming::muse_glimmer) {
       caps.push_back("tools");
       caps.push_back("reasoning");
     }
@@ -444,7 +444,6 @@ void Server::load() {
   l->ctx.model_id = model_id_for(p_);
   l->ctx.n_ctx = l->engine->n_ctx();
   l->ctx.max_tokens_limit = p_.max_tokens > 0 ? std::min(p_.max_tokens, l->ctx.n_ctx) : l->ctx.n_ctx;
-  l->ctx.muse_glimmer_output = c.arch == model::Arch::muse_glimmer && l->model->tokenizer().find_token("<|message|>").has_value();
   l->ctx.default_reasoning_effort = p_.reasoning_effort;
   l->ctx.json_limits = json_limits();
   l->ctx.parse_special_in_content = p_.parse_special_in_content;

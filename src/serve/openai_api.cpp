@@ -397,13 +397,10 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
   const int64_t top = int_field(body, "top_logprobs", -1, 0, kMaxTopLogprobs);
   if (top >= 0 && !r.logprobs) throw bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   r.gen.top_logprobs = r.logprobs ? static_cast<int>(std::max<int64_t>(top, 0)) : -1;
-  r.gen.stop_ids = ctx.chat->stop_ids();
-  r.parse_muse = ctx.muse_glimmer_output;
+  r.gen.stop_ids = ctx.chat->turn_stop_ids();
+  r.gen.render_control = ctx.chat->renders_control();
+  r.parse_muse = ctx.chat->framing() == generate::OutputFraming::muse_glimmer;
   if (r.parse_muse) {
-    // <|eom|> ends one message of a turn, not the turn: the parser reads the next one.
-    if (const auto eom = ctx.model->tokenizer().find_token("<|eom|>"))
-      std::erase(r.gen.stop_ids, *eom);
-    r.gen.render_control = true;
     if (has_tools) r.tools = chat::ToolParams::from_json(body["tools"]);
     // The level's budget, or the request's own `thinking_budget` (0: no thinking).
     const int64_t own = int_field(body, "thinking_budget", -1, 0, int64_t{1} << 30);

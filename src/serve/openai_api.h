@@ -47,7 +47,6 @@ struct ApiContext {
   std::string model_id;               // what /v1/models lists and requests may name
   int64_t n_ctx = 0;                  // context per slot
   int64_t max_tokens_limit = 0;       // largest max_tokens a request may ask for
-  bool muse_glimmer_output = false;   // parse the output as Muse Glimmer's framing
   std::string default_reasoning_effort = "high";
   generate::ReasoningBudgets reasoning_budgets;  // thinking tokens per level (the model's squeeze.reasoning.*)
   // Images: the projector's feature cache (null: the server takes no images), the model's

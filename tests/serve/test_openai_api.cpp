@@ -30,13 +30,24 @@ struct Fixture {
     ctx.model_id = "student";
     ctx.n_ctx = 256;
     ctx.max_tokens_limit = 256;
-    ctx.muse_glimmer_output = true;
   }
 };
 
 Fixture& fx() {
   static Fixture f;
   return f;
+}
+
+TEST(OpenAiApi, TheChatFormatChoosesTheFraming) {
+  // The student's vocabulary has Muse Glimmer's framing: the OpenAI layer parses its output.
+  EXPECT_EQ(fx().chat.framing(), generate::OutputFraming::muse_glimmer);
+  EXPECT_TRUE(fx().chat.renders_control());
+  // <|eot|> ends the turn; <|eom|> ends a message within it, so it never stops the answer.
+  const auto& turn = fx().chat.turn_stop_ids();
+  const auto eom = fx().model->tokenizer().find_token("<|eom|>"), eot = fx().model->tokenizer().find_token("<|eot|>");
+  ASSERT_TRUE(eom.has_value() && eot.has_value());
+  EXPECT_EQ(std::find(turn.begin(), turn.end(), *eom), turn.end());
+  EXPECT_NE(std::find(turn.begin(), turn.end(), *eot), turn.end());
 }
 
 // The tool guide alone is ~750 tokens: tool requests are checked against a longer context.
