@@ -3,10 +3,12 @@
 
 #include <algorithm>
 
-#include "chat_conversation.h"
+#include "generate/conversation.h"
 #include "core/error.h"
 
 namespace squeeze::cli {
+
+using namespace generate;
 
 PromptCache::Prefill PromptCache::prefill(const std::vector<int32_t>& prompt) {
   std::vector<uint64_t> keys(prompt.size());

@@ -23,13 +23,14 @@
 
 #include "args.h"
 #include "chat_cache.h"
-#include "chat_conversation.h"
+#include "generate/conversation.h"
 #include "reasoning.h"
 #include "generate/chat_format.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "generation.h"
+#include "generate/decode.h"
+#include "sampling_options.h"
 #include "image_inputs.h"
 #include "speculation.h"
 #include "gguf/atomic_file.h"
@@ -40,6 +41,7 @@
 namespace {
 
 using namespace squeeze::cli;
+using namespace squeeze::generate;
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -282,7 +284,7 @@ int run_chat(int argc, char** argv) {
     seq.start(session.position(), std::span<const int32_t>(fitted->ids).subspan(prefill.reused));
     const auto t1 = Clock::now();
     g_interrupt.store(false);  // a Ctrl-C from here on interrupts the answer, not the next prompt
-    const DecodeResult r = decode(session, seq, prefill.logits,
+    const squeeze::generate::DecodeResult r = squeeze::generate::decode(session, seq, prefill.logits,
                                   {.interrupt = &g_interrupt, .forwarded = &cache.ids(),
                                    .speculator = speculation.speculator.get()},
                                   [&](const std::string& text) {

@@ -9,12 +9,13 @@
 #include <optional>
 
 #include "args.h"
-#include "chat_conversation.h"
+#include "generate/conversation.h"
 #include "generate/chat_format.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "generation.h"
+#include "generate/decode.h"
+#include "sampling_options.h"
 #include "image_inputs.h"
 #include "gguf/file_identity.h"
 #include "model/model.h"
@@ -118,7 +119,7 @@ int run_generate(int argc, char** argv) {
   if (chat) {
     format.emplace(*model);  // fails naming tokenizer.chat_template when the model has none
     reasoning = reasoning_settings(args, *model);
-    Conversation conversation;
+    squeeze::generate::Conversation conversation;
     if (args.has("--system")) conversation.set_system(args.get("--system"));
     conversation.add("user", args.get("--prompt"), {}, image_files);
     prompt = format->tokenize(format->render(conversation.to_json(), /*add_generation_prompt=*/true, nullptr,
@@ -189,8 +190,8 @@ int run_generate(int argc, char** argv) {
 
   const auto t1 = Clock::now();
   seq.start(session.position(), prompt);
-  const DecodeResult result =
-      decode(session, seq, logits, {.speculator = speculation.speculator.get()},
+  const squeeze::generate::DecodeResult result =
+      squeeze::generate::decode(session, seq, logits, {.speculator = speculation.speculator.get()},
              printer ? std::function<void(const std::string&)>([&printer](const std::string& t) { printer->feed(t); })
                      : std::function<void(const std::string&)>(emit));
   if (printer) printer->finish();

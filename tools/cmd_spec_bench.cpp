@@ -17,7 +17,8 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "generation.h"
+#include "generate/decode.h"
+#include "sampling_options.h"
 #include "prompt_file.h"
 #include "model/drafter.h"
 #include "model/model.h"
@@ -152,7 +153,7 @@ int run_spec_bench(int argc, char** argv) {
         seq.start(session.position(), prompts[p]);
         std::string out;
         const auto t0 = Clock::now();
-        const auto r = cli::decode(session, seq, logits, {.speculator = spec.get()}, [&](const std::string& s) { out += s; });
+        const auto r = generate::decode(session, seq, logits, {.speculator = spec.get()}, [&](const std::string& s) { out += s; });
         Tally& t = tally[mi];
         t.seconds += seconds_since(t0);
         t.tokens += r.generated;

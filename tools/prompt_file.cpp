@@ -4,11 +4,13 @@
 #include <fstream>
 #include <optional>
 
-#include "chat_conversation.h"
+#include "generate/conversation.h"
 #include "core/error.h"
 #include "generate/chat_format.h"
 
 namespace squeeze::cli {
+
+using namespace generate;
 
 std::vector<std::vector<int32_t>> read_prompt_file(const std::string& path, const model::Model& model, bool chat) {
   std::optional<generate::ChatFormat> format;

@@ -11,7 +11,8 @@
 #include "core/bounded_json.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "generation.h"
+#include "generate/decode.h"
+#include "sampling_options.h"
 #include "gguf/atomic_file.h"
 #include "model/model.h"
 #include "model/session.h"
@@ -201,7 +202,7 @@ int run_reasoning_eval(const Args& args) {
       seq.start(session.position(), prompt);
       std::string text;
       std::vector<int32_t> run;
-      decode(session, seq, logits, {.forwarded = &run}, [&text](const std::string& t) { text += t; });
+      generate::decode(session, seq, logits, {.forwarded = &run}, [&text](const std::string& t) { text += t; });
       const auto parsed = chat::parse_muse_glimmer_output(text);
       Outcome o;
       const std::string answer = trim(parsed.content);

@@ -74,7 +74,7 @@ std::vector<std::string> generate_draft_data(const model::Model& target, const s
   std::vector<std::string> paths;
   int64_t missing = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    char name[32];
+    char name[48];  // room for any size_t
     std::snprintf(name, sizeof name, "sample_%06zu.sqdd", i);
     paths.push_back(dir + "/" + name);
     missing += !std::filesystem::exists(paths.back());

@@ -30,7 +30,7 @@ struct DraftDataParams {
   int64_t gen_tokens = 128;       // continuation length at most
   float temperature = 0;          // 0: greedy, as the target decodes by default
   uint64_t seed = 1;
-  std::vector<int32_t> stop_ids;  // end of turn / sequence: the continuation ends after it
+  std::vector<int32_t> stop_ids = {};  // end of turn / sequence: the continuation ends after it
 };
 
 // For each prompt i without a file yet, runs the target on it, decodes its continuation

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "chat_cache.h"
-#include "chat_conversation.h"
+#include "generate/conversation.h"
 #include "generate/chat_format.h"
 #include "common/thrown_message.h"
 #include "model/config.h"
@@ -24,6 +24,8 @@
 #include "model/session.h"
 
 namespace squeeze::cli {
+
+using namespace generate;
 namespace {
 
 // One token per byte of "role:content|" for each message: lengths are easy to reason about.

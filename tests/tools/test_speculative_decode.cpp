@@ -13,7 +13,8 @@
 #include <random>
 #include <vector>
 
-#include "generation.h"
+#include "generate/decode.h"
+#include "sampling_options.h"
 #include "model/drafter.h"
 #include "model/model.h"
 #include "model/random_model.h"
@@ -104,7 +105,7 @@ Generated generate(const std::vector<int32_t>& prompt, int64_t n, const text::Sa
   seq.start(session.position(), prompt);
   Generated r;
   std::vector<int32_t> forwarded;
-  cli::decode(session, seq, logits, {.forwarded = &forwarded, .speculator = spec.get()},
+  generate::decode(session, seq, logits, {.forwarded = &forwarded, .speculator = spec.get()},
               [&](const std::string& s) { r.text += s; });
   r.tokens.assign(forwarded.begin(), forwarded.end());
   if (spec) r.stats = spec->stats();

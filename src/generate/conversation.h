@@ -1,4 +1,4 @@
-// tools/chat_conversation.h — the state of a terminal chat: a system message and the
+// generate/conversation.h — the state of a chat (the terminal chat, generate --chat): a system message and the
 // turns so far (as text, since templates rewrite history and the model's answers must be
 // re-rendered with the rest), fitting them into the context by dropping the oldest turns,
 // and the rule for how much of the KV cache a new rendering can keep.
@@ -16,7 +16,7 @@
 
 #include "chat/value.h"
 
-namespace squeeze::cli {
+namespace squeeze::generate {
 
 struct ChatMessage {
   std::string role;  // "user" or "assistant"
@@ -81,4 +81,4 @@ size_t reusable_prefix(std::span<const uint64_t> cached, std::span<const uint64_
 // their placeholders.
 std::vector<std::string> image_paths(const chat::Json& messages);
 
-}  // namespace squeeze::cli
+}  // namespace squeeze::generate

@@ -1,11 +1,11 @@
-// tools/chat_conversation.cpp — conversation state, context fitting and the KV reuse rule.
-#include "chat_conversation.h"
+// generate/conversation.cpp — conversation state, context fitting and the KV reuse rule.
+#include "generate/conversation.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 
-namespace squeeze::cli {
+namespace squeeze::generate {
 
 size_t Conversation::n_turns() const {
   return static_cast<size_t>(
@@ -92,4 +92,4 @@ std::vector<std::string> image_paths(const chat::Json& messages) {
   return out;
 }
 
-}  // namespace squeeze::cli
+}  // namespace squeeze::generate
