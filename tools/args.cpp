@@ -92,7 +92,8 @@ Args& Args::option(std::vector<std::string> names, std::string value_name, std::
                     {},
                     {},
                     Spec::File::none,
-                    {}});
+                    {},
+                    current_group_});
   return *this;
 }
 
@@ -106,7 +107,8 @@ Args& Args::int_option(std::vector<std::string> names, std::string value_name, s
                     range,
                     {},
                     Spec::File::none,
-                    {}});
+                    {},
+                    current_group_});
   return *this;
 }
 
@@ -120,7 +122,8 @@ Args& Args::real_option(std::vector<std::string> names, std::string value_name, 
                     {},
                     range,
                     Spec::File::none,
-                    {}});
+                    {},
+                    current_group_});
   return *this;
 }
 
@@ -130,7 +133,12 @@ Args& Args::threads_option() {
 }
 
 Args& Args::flag(std::vector<std::string> names, std::string help) {
-  specs_.push_back({std::move(names), "", std::move(help), "", Kind::toggle, {}, {}, Spec::File::none, {}});
+  specs_.push_back({std::move(names), "", std::move(help), "", Kind::toggle, {}, {}, Spec::File::none, {}, current_group_});
+  return *this;
+}
+
+Args& Args::group(std::string title) {
+  current_group_ = std::move(title);
   return *this;
 }
 
@@ -307,8 +315,9 @@ const std::string& Args::positional_at(size_t i, const std::string& what) const 
 
 std::string Args::usage() const {
   std::string out = "usage: squeeze " + usage_line_ + "\n\n" + description_ + "\n";
-  if (!specs_.empty()) out += "\noptions:\n";
-  for (const auto& s : specs_) {
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const Spec& s = specs_[i];
+    if (i == 0 || s.group != specs_[i - 1].group) out += "\n" + (s.group.empty() ? "options" : s.group) + ":\n";
     std::string names;
     for (const auto& n : s.names) names += (names.empty() ? "" : ", ") + n;
     if (s.kind != Kind::toggle) names += " " + s.value_name;

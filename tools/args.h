@@ -76,6 +76,9 @@ class Args {
   Args& threads_option();
   // A boolean switch.
   Args& flag(std::vector<std::string> names, std::string help);
+  // The options declared from here on form a group under this heading in --help (before
+  // the first group: "options").
+  Args& group(std::string title);
 
   // The option declared last names a file the command reads (reads) or writes (writes);
   // so do positional arguments by index. parse() then refuses, before the command does any
@@ -119,6 +122,7 @@ class Args {
     RealRange real_range;
     enum class File { none, input, output } file = File::none;
     std::string replaces;  // File::output: the input option it may replace
+    std::string group = {};  // its --help heading
   };
   void check_files();
   const Spec* find(const std::string& name) const;
@@ -128,6 +132,7 @@ class Args {
 
   std::string command_, usage_line_, description_;
   std::vector<Spec> specs_;
+  std::string current_group_;  // group()
   std::map<std::string, std::string> values_;
   std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positional_;

@@ -104,17 +104,19 @@ int run_chat(int argc, char** argv) {
             "stays) and stderr says so; a message that does not fit even alone is refused (/reset\n"
             "starts over). An answer that fills the context stops there.\n" +
                 std::string(kCommandHelp));
-  args.option({"-m", "--model"}, "FILE", "GGUF model with a chat template")
+  args.group("model and answers")
+      .option({"-m", "--model"}, "FILE", "GGUF model with a chat template")
       .option({"--system"}, "TEXT", "the system message")
       .int_option({"-n", "--n-predict"}, "N", "tokens per answer at most", {1, kMaxTokens}, "1024")
+      .flag({"--ignore-eos"}, "answers end only at -n or Ctrl-C, not at EOS / end-of-turn (tests, benchmarks)");
+  args.group("context and speed")
       .threads_option()
       .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
       .flag({"--batch-invariant"}, "run every product as `squeeze serve` does (docs/development.md: the determinism\n"
                                    "rule): the tokens equal the server's for the same prompt, seed and options; the\n"
                                    "prompt runs slower")
-      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
-      .flag({"--ignore-eos"}, "answers end only at -n or Ctrl-C, not at EOS / end-of-turn (tests, benchmarks)");
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16");
   add_image_options(args);
   add_sampling_options(args);
   add_speculation_options(args);

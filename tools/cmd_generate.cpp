@@ -57,23 +57,27 @@ int run_generate(int argc, char** argv) {
   squeeze::cli::Args args("generate", "generate -m MODEL.gguf -p PROMPT [options]",
                           "Run a prompt through a model and stream the continuation. Ends with a timing\n"
                           "line: prompt tokens/s, generation tokens/s and the KV cache's bytes.");
-  args.option({"-m", "--model"}, "FILE", "GGUF model")
+  args.group("model and prompt")
+      .option({"-m", "--model"}, "FILE", "GGUF model")
       .option({"-p", "--prompt"}, "TEXT", "prompt text")
       .option({"--tokens"}, "IDS", "the prompt as comma-separated token ids instead of text (reference checks)")
-      .int_option({"-n", "--n-predict"}, "N", "tokens to generate", {0, kMaxTokens}, "64")
-      .option({"--system"}, "TEXT", "with --chat: the system message")
       .flag({"--chat"}, "apply the model's chat template (tokenizer.chat_template) to the prompt as one user\n"
                          "message; print only the answer, which ends at EOS or the template's end-of-turn token")
+      .option({"--system"}, "TEXT", "with --chat: the system message")
+      .int_option({"-n", "--n-predict"}, "N", "tokens to generate", {0, kMaxTokens}, "64");
+  args.group("context and speed")
       .threads_option()
       .int_option({"--ctx"}, "N", "context length (0: the model's)", {0, kMaxTokens}, "0")
       .int_option({"--batch"}, "N", "prefill batch size", {1, kMaxBatch}, "64")
       .flag({"--batch-invariant"}, "run every product as `squeeze serve` does (docs/development.md: the determinism\n"
                                    "rule): the tokens equal the server's for the same prompt, seed and options; the\n"
                                    "prompt runs slower")
+      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16");
+  args.group("output")
       .option({"--stop"}, "TEXT", "stop when this text is generated")
-      .option({"--kv"}, "TYPE", "KV cache type: f16, bf16, f32 or q8_0 (8.5 bits per value; needs head_dim % 32 == 0)", "f16")
-      .option({"--dump"}, "DIR", "write every intermediate of the prompt's forward pass and its logits as .npy")
       .flag({"--ignore-eos"}, "keep generating past end-of-sequence (and end-of-turn)")
+      .option({"--dump"}, "DIR", "write every intermediate of the prompt's forward pass and its logits as .npy");
+  args.group("images")
       .option({"--image"}, "FILE", "a PNG or JPEG image before the prompt's text (repeatable; needs --mmproj). With\n"
                                    "--tokens, each <|patch|> id of the prompt stands for the next image");
   add_image_options(args);

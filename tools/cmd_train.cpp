@@ -98,7 +98,8 @@ int run(int argc, char** argv, bool distill) {
                            "--resume continues a run from a checkpoint written by --checkpoint (same data and\n"
                            "options): the result is bit-identical to an uninterrupted run.");
   if (distill) {
-    args.option({"--teacher"}, "FILE", "teacher GGUF (frozen; its tokenizer is used)").reads()
+    args.group("distillation")
+        .option({"--teacher"}, "FILE", "teacher GGUF (frozen; its tokenizer is used)").reads()
         .option({"--loss"}, "KIND", "kl (forward KL(teacher||student)) or reverse-kl (default: kl; on-policy: reverse-kl)")
         .real_option({"--temperature"}, "T", "distillation temperature (default: 2; on-policy: 1)",
                      {.min = 0, .max = 1000, .min_open = true})
@@ -114,43 +115,48 @@ int run(int argc, char** argv, bool distill) {
         .real_option({"--sample-temperature"}, "T", "on-policy: the student's sampling temperature", {.min = 0}, "1");
   }
   cli::add_config_options(args, "glimmer-tiny");  // distill: the student's shape (vocabulary: the teacher's)
-  args.option({"--data"}, "FILE", "training text (UTF-8)").reads()
-      .int_option({"--steps"}, "N", "optimiser steps", {1, int64_t{1} << 40}, "100")
-      .option({"-o", "--out"}, "FILE", "output GGUF (F32 weights)").writes()
-      .option({"--resume"}, "CKPT", "resume from this checkpoint").reads()
-      .option({"--checkpoint"}, "FILE", "checkpoint path (written every --checkpoint-every steps and at the end)")
-      .writes("--resume")
-      .int_option({"--checkpoint-every"}, "N", "steps between checkpoints (0: at the end)", {0, int64_t{1} << 40}, "0")
+  args.group("data")
+      .option({"--data"}, "FILE", "training text (UTF-8)").reads()
+      .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)").reads()
+      .real_option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data",
+                   {.min = 0, .max = 1, .max_open = true}, "0.05")
+      .option({"--order"}, "ORDER", "shuffled (windows in a new random order each epoch) or sequential", "shuffled")
+      .flag({"--parse-special"}, "special token texts in the data (e.g. <|start|>) are their tokens, not plain text\n"
+                                 "(chat-formatted training data)")
       .option({"--tokenizer"}, "GGUF", "take the tokenizer from this model instead of learning one").reads()
       .int_option({"--tokenizer-sample"}, "BYTES", "learn the tokenizer from the first BYTES of the data",
                   {1, int64_t{1} << 40}, "1000000")
-      .int_option({"--batch"}, "N", "sequences per micro-batch", {1, cli::kMaxBatch}, "8")
       .int_option({"--seq-len"}, "N", "tokens per sequence", {1, cli::kMaxTokens}, "64")
+      .int_option({"--batch"}, "N", "sequences per micro-batch", {1, cli::kMaxBatch}, "8");
+  args.group("optimiser")
+      .int_option({"--steps"}, "N", "optimiser steps", {1, int64_t{1} << 40}, "100")
       .int_option({"--accum"}, "N", "micro-batches per step (gradient accumulation)", {1, cli::kMaxBatch}, "1")
       .real_option({"--lr"}, "X", "peak learning rate", {.min = 0, .max = 1e6, .min_open = true}, "1e-3")
       .real_option({"--min-lr"}, "X", "final learning rate of the cosine (at most --lr)", {.min = 0, .max = 1e6}, "1e-4")
       .int_option({"--warmup"}, "N", "linear warm-up steps", {0, int64_t{1} << 40}, "10")
       .real_option({"--wd"}, "X", "AdamW decoupled weight decay", {.min = 0, .max = 1e6}, "0.1")
       .real_option({"--clip"}, "X", "gradient-norm clip (0: off)", {.min = 0}, "1.0")
+      .int_option({"--seed"}, "N", "seed for the initial weights and the data order", {0, cli::kMaxSeed}, "1");
+  args.group("evaluation")
       .int_option({"--eval-every"}, "N", "steps between validation losses (0: at the end)", {0, int64_t{1} << 40}, "0")
-      .int_option({"--eval-sequences"}, "N", "validation sequences per evaluation", {1, cli::kMaxBatch}, "16")
-      .option({"--order"}, "ORDER", "shuffled (windows in a new random order each epoch) or sequential", "shuffled")
-      .option({"--val-data"}, "FILE", "validation text (default: the last --val-fraction of --data)").reads()
-      .flag({"--parse-special"}, "special token texts in the data (e.g. <|start|>) are their tokens, not plain text\n"
-                                 "(chat-formatted training data)")
-      .real_option({"--val-fraction"}, "X", "share of the tokens held out for validation when there is no --val-data",
-                   {.min = 0, .max = 1, .max_open = true}, "0.05")
-      .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step").writes()
-      .option({"--plot"}, "FILE.png", "draw the loss curve (training and validation) at the end").writes()
+      .int_option({"--eval-sequences"}, "N", "validation sequences per evaluation", {1, cli::kMaxBatch}, "16");
+  args.group("output and checkpoints")
+      .option({"-o", "--out"}, "FILE", "output GGUF (F32 weights)").writes()
       .option({"--name"}, "TEXT", "general.name of the output (default: the config's name, command and seed)")
       .option({"--chat-template"}, "FILE", "a Jinja chat template to store in the exported model (tokenizer.chat_template)")
       .reads()
       .option({"--specials"}, "muse-glimmer",
               "name the vocabulary's 8 special tokens as Muse Glimmer's (<|begin_of_text|> <|eot|> <|eom|> <|start|>\n"
               "<|message|> <|image_start|> <|image_end|> <|mask|>) and append <|patch|> to the exported model")
+      .option({"--checkpoint"}, "FILE", "checkpoint path (written every --checkpoint-every steps and at the end)")
+      .writes("--resume")
+      .int_option({"--checkpoint-every"}, "N", "steps between checkpoints (0: at the end)", {0, int64_t{1} << 40}, "0")
+      .option({"--resume"}, "CKPT", "resume from this checkpoint").reads()
       .int_option({"--stop-after"}, "N", "stop after this step (an interrupted run: checkpoint, then --resume)",
                   {0, int64_t{1} << 40}, "0")
-      .int_option({"--seed"}, "N", "seed for the initial weights and the data order", {0, cli::kMaxSeed}, "1")
+      .option({"--loss-csv"}, "FILE", "write step,loss,lr,grad_norm,val_loss per step").writes()
+      .option({"--plot"}, "FILE.png", "draw the loss curve (training and validation) at the end").writes();
+  args.group("run")
       .threads_option()
       .flag({"--no-progress"}, "no progress bar");
   if (!args.parse(argc, argv)) return 0;

@@ -8,7 +8,8 @@ namespace squeeze::cli {
 void add_config_options(Args& args, const std::string& default_config) {
   std::string names;
   for (const auto& n : model::builtin_config_names()) names += (names.empty() ? "" : ", ") + n;
-  args.option({"--config"}, "NAME", "built-in config (" + names + ")", default_config)
+  args.group("model shape")
+      .option({"--config"}, "NAME", "built-in config (" + names + ")", default_config)
       .option({"--arch"}, "ARCH",
               "override the architecture (glimmer, llama, gemma3 or muse-glimmer; llama makes every layer global, "
               "gemma3 sets its options: pre+post norms, QK-norm, GeGLU, NeoX RoPE, scaled embeddings, [L x5 G] "

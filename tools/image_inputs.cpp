@@ -9,7 +9,8 @@
 namespace squeeze::cli {
 
 void add_image_options(Args& args) {
-  args.option({"--mmproj"}, "FILE", "a Muse Glimmer vision projector GGUF: the model takes images")
+  args.group("images")
+      .option({"--mmproj"}, "FILE", "a Muse Glimmer vision projector GGUF: the model takes images")
       .int_option({"--max-image-tokens"}, "N", "image tokens per image at most (2 x 2 merged patches of 14 pixels)",
                   {1, 4096}, std::to_string(kDefaultPromptImageTokens))
       .option({"--resample"}, "FILTER", "image resize filter: lanczos (the reference's) or bicubic", "lanczos");

@@ -7,7 +7,8 @@
 namespace squeeze::cli {
 
 void add_reasoning_options(Args& args) {
-  args.option({"--reasoning-effort"}, "LEVEL",
+  args.group("reasoning")
+      .option({"--reasoning-effort"}, "LEVEL",
               "reasoning effort: low, medium, high or xhigh (none and minimal: low); it reaches the model\n"
               "through the chat template's 'Reasoning strength' line and sets the thinking budget",
               "high")

@@ -90,7 +90,8 @@ struct SettingResult {
 }  // namespace
 
 void add_reasoning_eval_options(Args& args) {
-  args.option({"--reasoning"}, "FILE.jsonl",
+  args.group("reasoning evaluation")
+      .option({"--reasoning"}, "FILE.jsonl",
               "reasoning mode: answer these problems (JSON lines with question and answer, as\n"
               "`squeeze reasoning-data --format jsonl` writes) at each level and with no thinking")
       .int_option({"--problems"}, "N", "--reasoning: the first N problems (0: all)", {0, int64_t{1} << 32}, "0")

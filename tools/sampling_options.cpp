@@ -7,7 +7,8 @@
 namespace squeeze::cli {
 
 void add_sampling_options(Args& args) {
-  args.real_option({"--temp"}, "T", "temperature (0: greedy)", {.min = 0}, "0.8")
+  args.group("sampling")
+      .real_option({"--temp"}, "T", "temperature (0: greedy)", {.min = 0}, "0.8")
       .int_option({"--top-k"}, "K", "top-k (0: off)", {0, std::numeric_limits<int32_t>::max()}, "40")
       .real_option({"--top-p"}, "P", "top-p (1: off)", {.min = 0, .max = 1, .min_open = true}, "0.95")
       .real_option({"--min-p"}, "P", "min-p (0: off)", {.min = 0, .max = 1}, "0.05")

@@ -8,7 +8,8 @@
 namespace squeeze::cli {
 
 void add_speculation_options(Args& args) {
-  args.option({"--draft"}, "FILE", "speculative decoding with this DFlash drafter (GGUF arch 'dflash', made for the model)")
+  args.group("speculative decoding")
+      .option({"--draft"}, "FILE", "speculative decoding with this DFlash drafter (GGUF arch 'dflash', made for the model)")
       .flag({"--lookup"}, "speculative decoding with prompt lookup: drafts copy what followed the latest earlier\n"
                           "occurrence of the last few tokens (no drafter)")
       .int_option({"--draft-block"}, "B", "tokens per verification step, the anchor included (default: the drafter's\n"

@@ -34,7 +34,7 @@ struct TemplateOptions {
   bool keep_trailing_newline = false;
   // The clock strftime_now reads, as Unix seconds formatted in UTC (tests, reproducible
   // prompts); unset: the local time at rendering.
-  std::optional<int64_t> now;
+  std::optional<int64_t> now = {};
   std::string name = "chat template";  // prefixes error messages
 };
 

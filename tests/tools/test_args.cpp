@@ -114,6 +114,22 @@ TEST(Args, UsageStatesRangesAndTheThreadCap) {
   EXPECT_NE(u.find("0 <= N <= " + std::to_string(max_threads())), std::string::npos) << u;
 }
 
+TEST(Args, UsageGroupsOptionsUnderTheirHeadings) {
+  Args a("x", "x [options]", "Test.");
+  a.option({"--model"}, "FILE", "the model").group("sampling").real_option({"--temp"}, "T", "temperature", {.min = 0})
+      .group("output").flag({"--quiet"}, "say less");
+  const std::string u = a.usage();
+  const size_t options = u.find("\noptions:\n"), sampling = u.find("\nsampling:\n"), output = u.find("\noutput:\n");
+  ASSERT_NE(options, std::string::npos) << u;
+  ASSERT_NE(sampling, std::string::npos) << u;
+  ASSERT_NE(output, std::string::npos) << u;
+  EXPECT_LT(options, u.find("--model"));
+  EXPECT_LT(u.find("--model"), sampling);
+  EXPECT_LT(sampling, u.find("--temp"));
+  EXPECT_LT(u.find("--temp"), output);
+  EXPECT_LT(output, u.find("--quiet"));
+}
+
 }  // namespace
 }  // namespace squeeze::cli
 
