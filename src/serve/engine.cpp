@@ -336,6 +336,7 @@ void Engine::loop() {
       if (stop_) {
         while (!queue_.empty()) {
           queue_.front().stream->push({.finish = FinishReason::cancelled});
+          ++stats_.requests_cancelled;
           queue_.pop_front();
         }
         lock.unlock();
@@ -348,8 +349,9 @@ void Engine::loop() {
         Job job = std::move(queue_.front());
         queue_.pop_front();
         stats_.queue_length = static_cast<int64_t>(queue_.size());
-        if (job.stream->cancelled()) {
+        if (job.stream->cancelled()) {  // its client left while it waited: a cancelled request too
           job.stream->push({.finish = FinishReason::cancelled});
+          ++stats_.requests_cancelled;
           continue;
         }
         lock.unlock();
