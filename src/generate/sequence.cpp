@@ -61,29 +61,35 @@ bool Sequence::release(const std::vector<int32_t>& tokens, Step& out) {
 }
 
 int32_t Sequence::sample(std::span<const float> row, Step& out) {
-  masked_.assign(row.begin(), row.end());
-  for (const auto& [id, bias] : params_.logit_bias) {
-    float& l = masked_[static_cast<size_t>(id)];
-    l = bias <= -100.0f ? -INFINITY : l + bias;
+  // The row as the sampler sees it: a copy only when something changes it (a vocabulary of
+  // 262k floats is a megabyte per token).
+  std::span<const float> seen = row;
+  if (!params_.logit_bias.empty() || !banned_.empty() || (thinking_ && thinking_->restricts())) {
+    masked_.assign(row.begin(), row.end());
+    for (const auto& [id, bias] : params_.logit_bias) {
+      float& l = masked_[static_cast<size_t>(id)];
+      l = bias <= -100.0f ? -INFINITY : l + bias;
+    }
+    for (int32_t id : banned_) masked_[static_cast<size_t>(id)] = -INFINITY;
+    if (thinking_) thinking_->mask(masked_);  // no `self` header once the budget closed the thinking
+    seen = masked_;
   }
-  for (int32_t id : banned_) masked_[static_cast<size_t>(id)] = -INFINITY;
-  if (thinking_) thinking_->mask(masked_);  // no `self` header once the budget closed the thinking
-  const int32_t y = sampler_.sample(masked_);
+  const int32_t y = sampler_.sample(seen);
   sampler_.accept(y);
   ++out.sampled;
 
   if (params_.top_logprobs >= 0) {  // log-softmax of the distribution the sampler saw
     float mx = -INFINITY;
-    for (float l : masked_) mx = std::max(mx, l);
+    for (float l : seen) mx = std::max(mx, l);
     double sum = 0;
-    for (float l : masked_) sum += std::exp(static_cast<double>(l - mx));
+    for (float l : seen) sum += std::exp(static_cast<double>(l - mx));
     const float lse = mx + static_cast<float>(std::log(sum));
-    TokenLogprob t{y, masked_[static_cast<size_t>(y)] - lse, {}};
+    TokenLogprob t{y, seen[static_cast<size_t>(y)] - lse, {}};
     if (params_.top_logprobs > 0) {
-      std::vector<int32_t> order(masked_.size());
+      std::vector<int32_t> order(seen.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
       const size_t k = std::min(order.size(), static_cast<size_t>(params_.top_logprobs));
-      const auto at = [&](int32_t id) { return masked_[static_cast<size_t>(id)]; };
+      const auto at = [&](int32_t id) { return seen[static_cast<size_t>(id)]; };
       std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(),
                         [&](int32_t a, int32_t b) { return at(a) > at(b) || (at(a) == at(b) && a < b); });
       for (size_t i = 0; i < k; ++i) t.top.push_back({order[i], at(order[i]) - lse});
