@@ -149,16 +149,13 @@ Sequence::Step Sequence::advance(std::span<const float> rows, std::span<const in
 }
 
 std::string Sequence::flush() {
-  std::string text;
   feed_.clear();
   forcing_ = false;
-  if (flushed_ || checker_.reason() != text::StopReason::none) return text;
+  if (flushed_ || checker_.reason() != text::StopReason::none) return {};
   flushed_ = true;
-  Step sink;
-  if (thinking_ && !release(thinking_->finish(), sink)) return sink.text;  // a word cut short
-  text = sink.text;
-  if (checker_.reason() == text::StopReason::none) text += checker_.finish();
-  return text;
+  Step sink;  // a word the budget still holds, then what the stop checks hold back
+  if (thinking_ && !release(thinking_->finish(), sink)) return sink.text;
+  return sink.text + checker_.finish();
 }
 
 }  // namespace squeeze::generate

@@ -260,23 +260,24 @@ void Engine::advance(Slot& s, const float* rows, int64_t pos0, const float* taps
   const std::span<const int32_t> drafts(s.run.data() + (s.run.size() - static_cast<size_t>(s.drafts)),
                                         static_cast<size_t>(s.drafts));
   if (s.source && pos0 >= 0) s.controller->record_step(static_cast<int64_t>(s.run.size()), step_s);
-  const generate::Sequence::Step step = s.seq->advance(std::span<const float>(rows, n_rows * V), drafts);
+  generate::Sequence::Step step = s.seq->advance(std::span<const float>(rows, n_rows * V), drafts);
 
-  const auto now = Clock::now();
   if (step.sampled > 0) {
-    std::lock_guard lock(mu_);
-    stats_.generated_tokens += step.sampled;
-    if (s.first_token_at == Clock::time_point{}) {
-      stats_.ttft_sum_s += seconds_between(s.job->queued, now);
-      ++stats_.ttft_count;
-      stats_.inter_token_count += step.sampled - 1;  // the walk's further tokens came with it
-    } else {
-      stats_.inter_token_sum_s += seconds_between(s.last_token_at, now);
-      stats_.inter_token_count += step.sampled;
+    const auto now = Clock::now();
+    const bool first = s.first_token_at == Clock::time_point{};
+    {
+      std::lock_guard lock(mu_);
+      stats_.generated_tokens += step.sampled;
+      if (first) {
+        stats_.ttft_sum_s += seconds_between(s.job->queued, now);
+        ++stats_.ttft_count;
+        stats_.inter_token_count += step.sampled - 1;  // the walk's further tokens came with it
+      } else {
+        stats_.inter_token_sum_s += seconds_between(s.last_token_at, now);
+        stats_.inter_token_count += step.sampled;
+      }
     }
-  }
-  if (step.sampled > 0) {
-    if (s.first_token_at == Clock::time_point{}) s.first_token_at = now;
+    if (first) s.first_token_at = now;
     s.last_token_at = now;
   }
 
@@ -307,7 +308,7 @@ void Engine::advance(Slot& s, const float* rows, int64_t pos0, const float* taps
     s.ids.resize(static_cast<size_t>(pos));
   }
 
-  Update u{.text = step.text, .logprobs = step.logprobs};
+  Update u{.text = std::move(step.text), .logprobs = std::move(step.logprobs)};
   switch (s.seq->finish_reason()) {
     case generate::Finish::none:
       if (!u.text.empty() || !u.logprobs.empty()) s.job->stream->push(std::move(u));

@@ -10,10 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "common/muse_tokenizer.h"
 #include "generate/sequence.h"
 #include "text/tokenizer.h"
-#include "train/corpus.h"
-#include "train/muse_specials.h"
 
 using namespace squeeze;
 using generate::Finish;
@@ -22,13 +21,8 @@ using generate::Sequence;
 namespace {
 
 const text::Tokenizer& seq_tokenizer() {
-  static const text::Tokenizer tok = [] {
-    std::string corpus;
-    for (int i = 0; i < 40; ++i) corpus += "assistant to=self to=user one two three four five six seven eight nine. ";
-    text::TokenizerData data = train::train_tokenizer(corpus, 400);
-    train::rename_to_muse_glimmer_specials(data);
-    return text::Tokenizer(data);
-  }();
+  static const text::Tokenizer tok =
+      muse_test_tokenizer("assistant to=self to=user one two three four five six seven eight nine. ", 40, 400);
   return tok;
 }
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "common/muse_tokenizer.h"
 #include "generate/thinking_budget.h"
 #include "text/tokenizer.h"
 #include "train/corpus.h"
-#include "train/muse_specials.h"
 
 using namespace squeeze;
 using generate::ThinkingBudget;
@@ -20,14 +20,8 @@ using generate::ThinkingBudget;
 namespace {
 
 const text::Tokenizer& tokenizer() {
-  static const text::Tokenizer tok = [] {
-    std::string corpus;
-    for (int i = 0; i < 40; ++i)
-      corpus += "assistant to=self to=user the cat sat on the mat; carry 1, write 7. counting letters one by one. ";
-    text::TokenizerData data = train::train_tokenizer(corpus, 400);
-    train::rename_to_muse_glimmer_specials(data);
-    return text::Tokenizer(data);
-  }();
+  static const text::Tokenizer tok = muse_test_tokenizer(
+      "assistant to=self to=user the cat sat on the mat; carry 1, write 7. counting letters one by one. ", 40, 400);
   return tok;
 }
 

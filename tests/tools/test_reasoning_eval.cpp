@@ -4,22 +4,16 @@
 
 #include <string>
 
+#include "common/muse_tokenizer.h"
 #include "reasoning_eval.h"
 #include "text/tokenizer.h"
-#include "train/corpus.h"
-#include "train/muse_specials.h"
 
 using namespace squeeze;
 
 namespace {
 const text::Tokenizer& tokenizer() {
-  static const text::Tokenizer tok = [] {
-    std::string corpus;
-    for (int i = 0; i < 30; ++i) corpus += "assistant to=self to=user one two three four; 7 + 8 = 15. ";
-    text::TokenizerData data = train::train_tokenizer(corpus, 350);
-    train::rename_to_muse_glimmer_specials(data);
-    return text::Tokenizer(data);
-  }();
+  static const text::Tokenizer tok =
+      muse_test_tokenizer("assistant to=self to=user one two three four; 7 + 8 = 15. ", 30, 350);
   return tok;
 }
 std::vector<int32_t> encode(const std::string& s) { return tokenizer().encode(s, {.add_special = false, .parse_special = true}); }
