@@ -268,14 +268,12 @@ int run_chat(int argc, char** argv) {
     const double prompt_s = seconds_since(t0);
 
     std::string answer;
-    // The thinking (Muse Glimmer's `self` messages) goes to stderr, the answer to stdout.
-    std::optional<ThinkingPrinter> printer;
-    if (format.renders_control())
-      printer.emplace([](const std::string& t) { std::fputs(t.c_str(), stderr); },
-                      [&answer](const std::string& t) {
-                        answer += t;
-                        emit_stdout(t);
-                      });
+    // The thinking (as the model's framing separates it) goes to stderr, the answer to stdout.
+    ThinkingPrinter printer(format.output_parser(), [](const std::string& t) { std::fputs(t.c_str(), stderr); },
+                            [&answer](const std::string& t) {
+                              answer += t;
+                              emit_stdout(t);
+                            });
     // The sampler carries over from turn to turn (its seed's stream, its penalty history).
     squeeze::generate::Sequence seq(
         tok, std::move(sampler),
@@ -289,21 +287,14 @@ int run_chat(int argc, char** argv) {
     const squeeze::generate::DecodeResult r = squeeze::generate::decode(session, seq, prefill.logits,
                                   {.interrupt = &g_interrupt, .forwarded = &cache.ids(),
                                    .speculator = speculation.speculator.get()},
-                                  [&](const std::string& text) {
-                                    if (printer) {
-                                      printer->feed(text);
-                                      return;
-                                    }
-                                    answer += text;
-                                    emit_stdout(text);
-                                  });
+                                  [&printer](const std::string& text) { printer.feed(text); });
     sampler = std::move(seq.sampler());
-    if (printer) printer->finish();
+    printer.finish();
     g_interrupt.store(false);  // consumed by the answer: the prompt waits afresh
     const double gen_s = seconds_since(t1);
     emit_stdout("\n");
     // An interrupted answer is kept as far as it went: it is what the user saw.
-    conversation.add("assistant", answer, printer ? printer->all().reasoning : std::string());
+    conversation.add("assistant", answer, printer.all().reasoning);
     if (r.interrupted) note("[interrupted]");
     if (const auto* thinking = seq.thinking())
       note("[thinking: " + std::to_string(thinking->thinking_tokens()) + " tokens of a budget of " +

@@ -162,16 +162,15 @@ int run_generate(int argc, char** argv) {
     if (chat) stop.eos_ids = format->turn_stop_ids();
     else if (tok.eos_id() >= 0) stop.eos_ids = {tok.eos_id()};
   }
-  // Muse Glimmer's framing: the thinking goes to stderr, the answer to stdout.
+  // A chat: the thinking (as the model's framing separates it) goes to stderr, the answer to
+  // stdout; a raw prompt's continuation is printed as it comes.
   std::optional<ThinkingPrinter> printer;
-  if (chat && format->renders_control()) {
-    printer.emplace([](const std::string& t) { std::fputs(t.c_str(), stderr); }, emit);
-  }
+  if (chat) printer.emplace(format->output_parser(), [](const std::string& t) { std::fputs(t.c_str(), stderr); }, emit);
   if (args.has("--stop")) stop.stop_strings = {args.get("--stop")};
   stop.max_tokens = n_predict;
   const std::vector<int32_t> banned = squeeze::generate::unused_tokens(tok);
   squeeze::generate::Sequence seq(tok, squeeze::text::Sampler(sampler_params(args)),
-                                  {.stop = stop, .n_ctx = session.n_ctx(), .render_control = printer.has_value()},
+                                  {.stop = stop, .n_ctx = session.n_ctx(), .render_control = chat && format->renders_control()},
                                   reasoning.new_turn(), banned);
 
   if (!chat) emit(args.has("--prompt") ? args.get("--prompt") : tok.decode(prompt));  // a chat prints only the answer, as `squeeze chat` does

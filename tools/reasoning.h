@@ -1,6 +1,6 @@
 // tools/reasoning.h — reasoning effort in generate, chat and eval: the options, the
 // level's variables for the chat template, the thinking budget (GGUF defaults, command-line
-// override) and the split of Muse Glimmer's output into thinking and answer.
+// override) and the split of the output into thinking and answer.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "args.h"
-#include "chat/muse_glimmer_output.h"
+#include "chat/output_parser.h"
 #include "chat/value.h"
 #include "model/model.h"
 #include "generate/thinking_budget.h"
@@ -35,18 +35,20 @@ struct ReasoningSettings {
 // without the framing is a one-line error.
 ReasoningSettings reasoning_settings(const Args& args, const model::Model& model);
 
-// Generated text (control tokens rendered) → thinking and answer, streamed to two sinks.
+// Generated text → thinking and answer through the chat format's output parser, streamed to
+// two sinks (a model without framing: everything is the answer).
 class ThinkingPrinter {
  public:
   using Sink = std::function<void(const std::string&)>;
-  ThinkingPrinter(Sink thinking, Sink answer) : thinking_(std::move(thinking)), answer_(std::move(answer)) {}
-  void feed(const std::string& text) { route(parser_.feed(text)); }
-  void finish() { route(parser_.finish()); }
+  ThinkingPrinter(std::unique_ptr<chat::OutputParser> parser, Sink thinking, Sink answer)
+      : parser_(std::move(parser)), thinking_(std::move(thinking)), answer_(std::move(answer)) {}
+  void feed(const std::string& text) { route(parser_->feed(text)); }
+  void finish() { route(parser_->finish()); }
   const chat::ParsedOutput& all() const { return all_; }
 
  private:
   void route(const chat::ParsedOutput& delta);
-  chat::MuseGlimmerOutputParser parser_;
+  std::unique_ptr<chat::OutputParser> parser_;
   chat::ParsedOutput all_;
   Sink thinking_, answer_;
 };

@@ -30,20 +30,21 @@
 #include <string>
 #include <string_view>
 
+#include "chat/output_parser.h"
 #include "chat/parsed_output.h"
 #include "chat/tool_params.h"
 
 namespace squeeze::chat {
 
-class MuseGlimmerOutputParser {
+class MuseGlimmerOutputParser final : public OutputParser {
  public:
   explicit MuseGlimmerOutputParser(ToolParams tools = {});
 
   // The next piece of generated text (any split, even inside a UTF-8 sequence or a token's
   // text); returns what it decided. Ignored after finish().
-  ParsedOutput feed(std::string_view chunk);
+  ParsedOutput feed(std::string_view chunk) override;
   // The generation ended: decides what was held back, and any unfinished tool message.
-  ParsedOutput finish();
+  ParsedOutput finish() override;
 
  private:
   enum class State { header, role, after_eom, body, done };

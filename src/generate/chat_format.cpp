@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "chat/muse_glimmer_output.h"
 #include "core/error.h"
 #include "generate/thinking_budget.h"
 
@@ -39,6 +40,14 @@ ChatFormat::ChatFormat(const model::Model& model)
   turn_stop_ids_ = stop_ids_;
   if (framing_ == OutputFraming::muse_glimmer)
     if (const auto eom = tok_.find_token("<|eom|>")) std::erase(turn_stop_ids_, *eom);
+}
+
+std::unique_ptr<chat::OutputParser> ChatFormat::output_parser(chat::ToolParams tools) const {
+  switch (framing_) {
+    case OutputFraming::muse_glimmer: return std::make_unique<chat::MuseGlimmerOutputParser>(std::move(tools));
+    case OutputFraming::plain: break;
+  }
+  return std::make_unique<chat::PlainOutputParser>();
 }
 
 OutputFraming output_framing(const text::Tokenizer& tok) {

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "chat/output_parser.h"
 #include "chat/template.h"
+#include "chat/tool_params.h"
 #include "model/model.h"
 #include "generate/content_literals.h"
 
@@ -48,7 +51,14 @@ class ChatFormat {
   // Chosen at load; every tool that turns generated text into an answer (the CLI, the
   // OpenAI layer) reads these instead of asking which model it runs.
   OutputFraming framing() const { return framing_; }
-  // Control tokens reach the text (an output parser needs them).
+  // A fresh parser of one answer in this framing; `tools` (the request's) type the
+  // arguments of the calls it reads.
+  std::unique_ptr<chat::OutputParser> output_parser(chat::ToolParams tools = {}) const;
+  // What the framing can carry: tool calls the parser returns as calls, and thinking apart
+  // from the answer (which a thinking budget can limit).
+  bool calls_tools() const { return framing_ == OutputFraming::muse_glimmer; }
+  bool thinks() const { return framing_ == OutputFraming::muse_glimmer; }
+  // Control tokens reach the text (the output parser needs them).
   bool renders_control() const { return framing_ == OutputFraming::muse_glimmer; }
   // The tokens that end the turn: stop_ids() less those that end a message within it
   // (<|eom|> under Muse Glimmer's framing: the parser reads the next message).

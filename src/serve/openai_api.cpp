@@ -399,14 +399,13 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
   r.gen.top_logprobs = r.logprobs ? static_cast<int>(std::max<int64_t>(top, 0)) : -1;
   r.gen.stop_ids = ctx.chat->turn_stop_ids();
   r.gen.render_control = ctx.chat->renders_control();
-  r.parse_muse = ctx.chat->framing() == generate::OutputFraming::muse_glimmer;
-  if (r.parse_muse) {
-    if (has_tools) r.tools = chat::ToolParams::from_json(body["tools"]);
+  if (has_tools && ctx.chat->calls_tools()) r.tools = chat::ToolParams::from_json(body["tools"]);
+  if (ctx.chat->thinks()) {
     // The level's budget, or the request's own `thinking_budget` (0: no thinking).
     const int64_t own = int_field(body, "thinking_budget", -1, 0, int64_t{1} << 30);
     r.gen.thinking_budget = own >= 0 ? own : ctx.reasoning_budgets.for_level(reasoning_level(body, ctx));
   } else if (body.contains("thinking_budget") && !body["thinking_budget"].is_null()) {
-    throw bad("thinking_budget", "'thinking_budget' needs a model that thinks in Muse Glimmer's framing");
+    throw bad("thinking_budget", "'thinking_budget' needs a model that thinks apart from its answer; this one does not");
   }
   return r;
 }
@@ -448,7 +447,7 @@ ResponseBuilder::ResponseBuilder(const PreparedRequest& req, const ApiContext& c
       ctx_(ctx),
       id_(random_id(req.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-")),
       created_(unix_now()) {
-  if (req.parse_muse) parser_.emplace(req.tools);
+  if (req.endpoint == Endpoint::chat) parser_ = ctx.chat->output_parser(req.tools);
 }
 
 chat::ParsedOutput ResponseBuilder::take(const Update& u) {

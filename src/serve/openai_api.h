@@ -11,18 +11,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "chat/muse_glimmer_output.h"
-#include "core/bounded_json.h"
-#include "generate/thinking_budget.h"
+#include "chat/output_parser.h"
 #include "chat/tool_params.h"
 #include "chat/value.h"
-#include "model/model.h"
+#include "core/bounded_json.h"
 #include "generate/chat_format.h"
+#include "generate/thinking_budget.h"
+#include "model/model.h"
 #include "serve/engine.h"
 #include "vision/image_features.h"
 #include "vision/image_prompt.h"
@@ -69,8 +70,7 @@ struct PreparedRequest {
   GenerationRequest gen;
   bool stream = false, include_usage = false;
   bool logprobs = false;
-  bool parse_muse = false;            // feed the output to MuseGlimmerOutputParser
-  chat::ToolParams tools;
+  chat::ToolParams tools;             // the request's tools, when the model's framing calls tools
   std::string prompt_text;            // the rendered chat prompt (chat only)
 };
 
@@ -114,7 +114,7 @@ class ResponseBuilder {
   const ApiContext& ctx_;
   std::string id_;
   int64_t created_;
-  std::optional<chat::MuseGlimmerOutputParser> parser_;
+  std::unique_ptr<chat::OutputParser> parser_;  // chat: the model's framing (ChatFormat::output_parser)
   chat::ParsedOutput whole_;
   std::vector<TokenLogprob> logprobs_;
   std::string text_;                  // completion text so far

@@ -83,6 +83,18 @@ const std::string kOutput =
 
 }  // namespace
 
+TEST(OpenAiApi, TheFormatsParserReadsItsFraming) {
+  // The parser the format hands out is Muse Glimmer's: the thinking, then a typed tool call.
+  const auto parser = fx().chat.output_parser(chat::ToolParams::from_json(kTools));
+  chat::ParsedOutput out = parser->feed(kOutput);
+  out.append(parser->finish());
+  EXPECT_EQ(out.reasoning, "The user wants weather.");
+  EXPECT_EQ(out.content, "");
+  ASSERT_EQ(out.tool_calls.size(), 1u);
+  EXPECT_EQ(out.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(out.tool_calls[0].arguments, R"({"city":"Paris","days":3})");
+}
+
 TEST(OpenAiRequest, ValidRequestsPrepareAndBadOnesAreRefusedWithTheirStatus) {
   EXPECT_EQ(status_of({{"messages", user("Hi")}}), 200);
   EXPECT_EQ(status_of({{"messages", user("Hi")}, {"model", "student"}, {"max_tokens", 5}, {"stop", {"a", "b"}}}), 200);
@@ -135,7 +147,8 @@ TEST(OpenAiRequest, MuseGlimmerChatKeepsEomRunningAndRendersControlText) {
   const auto eom = fx().model->tokenizer().find_token("<|eom|>");
   ASSERT_TRUE(eom.has_value());
   EXPECT_EQ(std::count(r.gen.stop_ids.begin(), r.gen.stop_ids.end(), *eom), 0);
-  EXPECT_TRUE(r.gen.render_control && r.parse_muse);
+  EXPECT_TRUE(r.gen.render_control && ctx.chat->calls_tools() && ctx.chat->thinks());
+  EXPECT_GE(r.gen.thinking_budget, 0);  // the level's budget
   EXPECT_NE(r.prompt_text.find("Reasoning strength: medium."), std::string::npos);
   EXPECT_NE(r.prompt_text.find("get_weather"), std::string::npos);
   EXPECT_TRUE(r.tools.has_tool("get_weather"));

@@ -142,6 +142,19 @@ TEST(ChatFormat, OneBosAndTheTemplatesEndOfTurnTokenStops) {
   EXPECT_EQ(std::find(f.stop_ids().begin(), f.stop_ids().end(), open), f.stop_ids().end());
 }
 
+TEST(ChatFormat, AModelWithoutFramingGetsThePlainParser) {
+  const auto m = random_model(kTemplate);
+  const generate::ChatFormat f(*m);
+  EXPECT_EQ(f.framing(), generate::OutputFraming::plain);
+  EXPECT_FALSE(f.calls_tools() || f.thinks() || f.renders_control());
+  // Everything is the answer, as it comes, whatever it spells; nothing after the end.
+  const auto p = f.output_parser();
+  EXPECT_EQ(p->feed(" to=self<|message|>").content, " to=self<|message|>");
+  EXPECT_EQ(p->feed("Paris").content, "Paris");
+  EXPECT_TRUE(p->finish().empty());
+  EXPECT_TRUE(p->feed("more").empty());
+}
+
 TEST(ChatFormat, AModelWithoutATemplateIsAnErrorNamingTheKey) {
   const auto m = random_model("");
   const std::string msg = thrown_message([&] { generate::ChatFormat f(*m); });
