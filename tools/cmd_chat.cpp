@@ -37,13 +37,14 @@
 #include "gguf/file_identity.h"
 #include "model/model.h"
 #include "model/session.h"
+#include "wall_clock.h"
 
 namespace {
 
 using namespace squeeze::cli;
 using namespace squeeze::generate;
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using squeeze::cli::Clock;
+using squeeze::cli::seconds_since;
 
 std::atomic<bool> g_interrupt{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");

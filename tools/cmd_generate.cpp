@@ -26,11 +26,12 @@
 #include "generate/sequence.h"
 #include "text/sampler.h"
 #include "text/stop.h"
+#include "wall_clock.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using squeeze::cli::Clock;
+using squeeze::cli::seconds_since;
 void emit(const std::string& text) { squeeze::cli::emit_stdout(text); }
 
 // "1,2,3" → ids, each checked against the vocabulary.

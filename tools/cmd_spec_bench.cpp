@@ -24,12 +24,13 @@
 #include "model/model.h"
 #include "model/session.h"
 #include "model/speculative.h"
+#include "wall_clock.h"
 
 namespace {
 
 using namespace squeeze;
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using squeeze::cli::Clock;
+using squeeze::cli::seconds_since;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
