@@ -20,7 +20,8 @@ import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MuseGlimmerConfig,
-                          MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast)
+                          MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen3Config, Qwen3ForCausalLM)
 
 import dflash_fixture
 import vision_fixture
@@ -28,7 +29,7 @@ import muse_glimmer_numpy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 OUT = ROOT / "tests" / "fixtures" / "muse_glimmer"
-OUT_OTHERS = ROOT / "tests" / "fixtures" / "hf_tiny"  # llama and gemma3, for convert's cross-checks
+OUT_OTHERS = ROOT / "tests" / "fixtures" / "hf_tiny"  # llama, gemma3, qwen2, qwen3: convert's cross-checks
 
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|patch|>",
             "<|image_start|>", "<|image_end|>", "<|video|>", "<|mask|>"]
@@ -186,7 +187,7 @@ def make_case(name, text):
 
 
 def make_other(name, model_cls, config_cls, text):
-    """A tiny llama / gemma3 checkpoint with the same tokenizer and the same recorded outputs."""
+    """A tiny llama / gemma3 / qwen checkpoint with the same tokenizer and the same recorded outputs."""
     d = OUT_OTHERS / name
     d.mkdir(parents=True, exist_ok=True)
     tok = make_tokenizer(text["vocab_size"])
@@ -199,7 +200,9 @@ def make_other(name, model_cls, config_cls, text):
     gen = torch.Generator().manual_seed(1234)
     with torch.no_grad():
         for n, p in model.named_parameters():
-            if p.ndim == 1:
+            if n.endswith(".bias"):  # Qwen2's Q/K/V biases
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+            elif p.ndim == 1:
                 p.copy_((0.0 if name == "gemma3" else 1.0) + torch.randn(p.shape, generator=gen) * 0.1)
             elif "embed_tokens" in n:
                 p.copy_(torch.randn(p.shape, generator=gen) * (0.125 if name == "gemma3" else 1.0))
@@ -211,9 +214,11 @@ def make_other(name, model_cls, config_cls, text):
     input_ids = fast(PROMPT, return_tensors="pt").input_ids
     logits, hidden = run_reference(model, input_ids)
     save_case(d, model, input_ids, logits, hidden)
-    return dict(case=name, arch=model_cls.__name__,
+    return dict(case=name, arch=model_cls.__name__, tied=bool(config.tie_word_embeddings),
+                rope=dict(config.rope_parameters) if name != "gemma3" else None,
                 layers=config.num_hidden_layers, hidden=config.hidden_size,
-                heads=f"{config.num_attention_heads}/{config.num_key_value_heads} x {config.head_dim}",
+                heads=f"{config.num_attention_heads}/{config.num_key_value_heads} x "
+                      f"{getattr(config, 'head_dim', None) or config.hidden_size // config.num_attention_heads}",
                 ffn=config.intermediate_size, vocab=config.vocab_size,
                 window=getattr(config, "sliding_window", None) if name == "gemma3" else None,
                 globals=([i for i, t in enumerate(config.layer_types) if t == "full_attention"] if name == "gemma3"
@@ -230,6 +235,29 @@ OTHERS = {
                     intermediate_size=128, vocab_size=512, sliding_window=8, query_pre_attn_scalar=16,
                     layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
                     rms_norm_eps=1e-6, final_logit_softcapping=None)),
+    # Llama 3.x's RoPE scaling with a short original context, so that the 75-token prompt
+    # crosses all three bands (unscaled, blended, divided by the factor); tied head.
+    "llama3-tied": (LlamaForCausalLM, LlamaConfig,
+                    dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                         intermediate_size=128, vocab_size=512, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                         rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                                              high_freq_factor=4.0, original_max_position_embeddings=32))),
+    "llama-linear": (LlamaForCausalLM, LlamaConfig,
+                     dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=4, head_dim=16,
+                          intermediate_size=128, vocab_size=512, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                          rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=4.0))),
+    "qwen2": (Qwen2ForCausalLM, Qwen2Config,
+              dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=128, vocab_size=512, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                   rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+    "qwen3": (Qwen3ForCausalLM, Qwen3Config,
+              dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                   intermediate_size=128, vocab_size=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                   rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+    "qwen3-tied": (Qwen3ForCausalLM, Qwen3Config,
+                   dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=8, num_key_value_heads=2, head_dim=16,
+                        intermediate_size=96, vocab_size=512, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                        rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
 }
 
 

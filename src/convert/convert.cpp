@@ -160,7 +160,11 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
         for (int64_t i = 0; i < n; ++i) {
           float* row = x.data() + i * cols;
           if (src == nullptr) {
-            std::fill(row, row + cols, t.fill);
+            if (t.values.empty()) {
+              std::fill(row, row + cols, t.fill);
+            } else {
+              std::copy_n(t.values.begin() + (r0 + i) * cols, cols, row);
+            }
             continue;
           }
           row_f32(*src, source_row(t, r0 + i), cols, row);

@@ -1,6 +1,7 @@
 // convert/hf_arch.cpp — see hf_arch.h.
 #include "convert/hf_arch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -58,28 +59,44 @@ class HfConfig {
   void require_null(const char* k) const {
     if (find(k) != nullptr) fail(where_, ": \"", k, "\" is set, which squeeze does not support");
   }
-  // RoPE base of one layer kind: transformers 5 nests it in rope_parameters (per layer
-  // kind for Gemma 3), older configs have rope_theta at the top level.
-  double rope_theta(const char* layer_kind, double dflt) const {
-    double theta = number_or("rope_theta", dflt);
+  // RoPE of one layer kind: its base and scaling. transformers 5 nests both in
+  // rope_parameters (per layer kind for Gemma 3); older configs have rope_theta at the top
+  // level and the scaling in rope_scaling ("rope_type", or "type" in the oldest).
+  struct Rope {
+    double theta = 10000.0;
+    std::string type = "default";
+    double factor = 1.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_context = 8192.0;
+  };
+  Rope rope(const char* layer_kind, double dflt) const {
+    Rope r;
+    r.theta = number_or("rope_theta", dflt);
+    const json* p = nullptr;
     if (const json* rp = find("rope_parameters")) {
       if (!rp->is_object()) fail(where_, ": \"rope_parameters\" must be an object");
-      const json* p = rp;
+      p = rp;
       if (auto it = rp->find(layer_kind); it != rp->end() && it->is_object()) p = &*it;
-      if (auto t = p->find("rope_type"); t != p->end() && !(t->is_string() && *t == "default"))
-        fail(where_, ": rope_type ", t->dump(), " is not supported (only default RoPE)");
-      if (auto t = p->find("rope_theta"); t != p->end()) {
-        if (!t->is_number() || !std::isfinite(t->get<double>()) || t->get<double>() <= 0)
-          fail(where_, ": rope_theta must be a positive number");
-        theta = t->get<double>();
-      }
+    } else if (const json* rs = find("rope_scaling")) {
+      if (!rs->is_object()) fail(where_, ": \"rope_scaling\" must be an object");
+      p = rs;
     }
-    if (const json* rs = find("rope_scaling")) {
-      const bool neutral =
-          rs->is_object() && rs->value("rope_type", rs->value("type", std::string("default"))) == "default";
-      if (!neutral) fail(where_, ": rope_scaling ", rs->dump(), " is not supported");
+    if (p == nullptr) return r;
+    const HfConfig params(*p, where_ + " rope parameters");
+    r.type = params.string_or("rope_type", params.string_or("type", "default"));
+    if (p->contains("rope_theta")) {
+      r.theta = params.number_or("rope_theta", r.theta);
+      if (!(r.theta > 0)) fail(where_, ": rope_theta must be a positive number");
     }
-    return theta;
+    r.factor = params.number_or("factor", 1.0);
+    r.low_freq_factor = params.number_or("low_freq_factor", 1.0);
+    r.high_freq_factor = params.number_or("high_freq_factor", 4.0);
+    r.original_context = params.number_or("original_max_position_embeddings", 8192.0);
+    return r;
+  }
+  // The base of an architecture that runs unscaled RoPE only.
+  double rope_theta(const char* layer_kind, double dflt) const {
+    const Rope r = rope(layer_kind, dflt);
+    if (r.type != "default") fail(where_, ": rope_type '", r.type, "' is not supported here (only default RoPE)");
+    return r.theta;
   }
   // "layer_types": ["sliding_attention" | "full_attention", ...] as is_local flags.
   std::optional<std::vector<bool>> layer_types(int64_t n_layer) const {
@@ -110,8 +127,9 @@ class HfConfig {
   std::string where_;
 };
 
-// The fields every architecture shares.
-void read_common(const HfConfig& h, model::ModelConfig& c) {
+// The fields every architecture shares. Biases are refused but for Q/K/V where the
+// architecture always has them (`qkv_bias`: Qwen2's attention, hard-wired in transformers).
+void read_common(const HfConfig& h, model::ModelConfig& c, bool qkv_bias = false) {
   c.n_layer = h.integer("num_hidden_layers");
   c.n_embd = h.integer("hidden_size");
   c.n_head = h.integer("num_attention_heads");
@@ -121,7 +139,7 @@ void read_common(const HfConfig& h, model::ModelConfig& c) {
   c.n_ff = h.integer("intermediate_size");
   c.n_vocab = h.integer("vocab_size");
   c.n_ctx = h.integer_or("max_position_embeddings", 4096);
-  h.require_false("attention_bias");
+  if (!qkv_bias) h.require_false("attention_bias");
   h.require_false("mlp_bias");
 }
 
@@ -167,6 +185,7 @@ struct HfSource {
   float shift = 0.0f;        // norm weights stored as 1 + w
   bool rope_rows = false;    // rows regrouped rotate-half → interleaved pairs (RoPE normal)
   float fill = 0.0f;         // a synthesised tensor's value
+  bool computed = false;     // synthesised from the config (the RoPE divisors), not a constant
 };
 
 // The checkpoint name of each tensor the architecture has, with the transformation
@@ -183,11 +202,17 @@ HfSource hf_source(const model::ModelConfig& c, model::TensorId id, float qk_sca
     case TensorId::attn_q: return {.name = "self_attn.q_proj.weight", .rope_rows = permute};
     case TensorId::attn_k: return {.name = "self_attn.k_proj.weight", .rope_rows = permute};
     case TensorId::attn_v: return {.name = "self_attn.v_proj.weight"};
-    // Muse Glimmer's scale-less QK-norm: q carries the scale, k a unit weight.
+    case TensorId::attn_q_bias: return {.name = "self_attn.q_proj.bias"};
+    case TensorId::attn_k_bias: return {.name = "self_attn.k_proj.bias"};
+    case TensorId::attn_v_bias: return {.name = "self_attn.v_proj.bias"};
+    // Muse Glimmer's scale-less QK-norm: q carries the scale, k a unit weight. Gemma's
+    // QK-norms scale by 1 + w, Qwen3's by w.
     case TensorId::attn_q_norm:
-      return muse ? HfSource{.name = {}, .fill = qk_scale} : HfSource{.name = "self_attn.q_norm.weight", .shift = 1.0f};
+      return muse ? HfSource{.name = {}, .fill = qk_scale}
+                  : HfSource{.name = "self_attn.q_norm.weight", .shift = layer_norm_shift};
     case TensorId::attn_k_norm:
-      return muse ? HfSource{.name = {}, .fill = 1.0f} : HfSource{.name = "self_attn.k_norm.weight", .shift = 1.0f};
+      return muse ? HfSource{.name = {}, .fill = 1.0f}
+                  : HfSource{.name = "self_attn.k_norm.weight", .shift = layer_norm_shift};
     case TensorId::attn_gate: return {.name = "self_attn.gate_proj.weight"};
     case TensorId::attn_output: return {.name = "self_attn.o_proj.weight"};
     case TensorId::post_attention_norm: return {.name = "post_attention_layernorm.weight", .shift = layer_norm_shift};
@@ -202,6 +227,7 @@ HfSource hf_source(const model::ModelConfig& c, model::TensorId id, float qk_sca
     // Gemma's final norm scales by 1 + w like its others; Muse Glimmer's is a plain scale.
     case TensorId::output_norm: return {.name = "norm.weight", .shift = gemma ? 1.0f : 0.0f};
     case TensorId::output: return {.name = "lm_head.weight", .under_prefix = false};
+    case TensorId::rope_freqs: return {.name = {}, .computed = true};  // HfModel::rope_freqs
     default: break;
   }
   fail("convert: tensor ", model::tensor_name(id), " of ", model::arch_name(c.arch), " has no checkpoint mapping");
@@ -213,6 +239,13 @@ void map_tensors(Builder& b, const std::string& prefix, float qk_scale) {
   const model::ModelConfig& c = b.plan.config;
   for (const model::TensorShape& t : model::weight_tensors(c)) {
     const HfSource src = hf_source(c, t.id, qk_scale);
+    if (src.computed) {
+      SQZ_CHECK(static_cast<int64_t>(b.plan.rope_freqs.size()) == t.ne0, "convert: ", t.name, " needs ", t.ne0,
+                " values, the config gave ", b.plan.rope_freqs.size());
+      b.synthesise(t.name, t.ne0, 0.0f);
+      b.plan.tensors.back().values = b.plan.rope_freqs;
+      continue;
+    }
     if (src.name.empty()) {
       b.synthesise(t.name, t.ne0, src.fill);
       continue;
@@ -226,16 +259,66 @@ void map_tensors(Builder& b, const std::string& prefix, float qk_scale) {
   }
 }
 
-void plan_llama(const HfConfig& h, ConvertPlan& p, float&) {
+// Llama 3.x's RoPE scaling as per-pair divisors of the frequency (what llama.cpp's converter
+// stores as rope_freqs): 1 for wavelengths shorter than original / high_freq_factor,
+// `factor` for those longer than original / low_freq_factor, a smooth blend between
+// (transformers' _compute_llama3_parameters).
+std::vector<float> llama3_rope_divisors(const HfConfig& h, const HfConfig::Rope& r, int64_t head_dim) {
+  if (!(r.factor >= 1) || !(r.low_freq_factor > 0) || !(r.high_freq_factor > r.low_freq_factor) ||
+      !(r.original_context > 0))
+    fail(h.where(), ": llama3 RoPE scaling needs factor >= 1, 0 < low_freq_factor < high_freq_factor and a positive "
+                    "original_max_position_embeddings");
+  const double low_wavelen = r.original_context / r.low_freq_factor, high_wavelen = r.original_context / r.high_freq_factor;
+  std::vector<float> out;
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const double inv_freq = std::pow(r.theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    const double wavelen = 2.0 * M_PI / inv_freq;
+    double divisor = 1.0;
+    if (wavelen > low_wavelen) {
+      divisor = r.factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (r.original_context / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+      divisor = 1.0 / ((1.0 - smooth) / r.factor + smooth);
+    }
+    out.push_back(static_cast<float>(divisor));
+  }
+  return out;
+}
+
+// RoPE base and scaling of an all-global model (llama, qwen2, qwen3): default, linear, or
+// Llama 3's; anything else is refused by name.
+void read_global_rope(const HfConfig& h, ConvertPlan& p, double default_theta) {
   model::ModelConfig& c = p.config;
-  read_common(h, c);
-  model::set_arch_defaults(c, model::Arch::llama);
+  const HfConfig::Rope r = h.rope("full_attention", default_theta);
+  c.rope_base_global = c.rope_base_local = static_cast<float>(r.theta);
+  if (r.type == "linear") {
+    if (!(r.factor >= 1)) fail(h.where(), ": linear RoPE scaling needs factor >= 1");
+    c.rope_freq_scale = static_cast<float>(1.0 / r.factor);
+  } else if (r.type == "llama3") {
+    p.rope_freqs = llama3_rope_divisors(h, r, c.head_dim);
+    c.rope_freq_factors = true;
+  } else if (r.type != "default") {
+    fail(h.where(), ": rope_type '", r.type, "' is not supported (default, linear, llama3)");
+  }
+}
+
+// llama and the Qwen dense families: pre-norm SwiGLU blocks, every layer global.
+void plan_dense(const HfConfig& h, ConvertPlan& p, model::Arch arch, double default_eps) {
+  model::ModelConfig& c = p.config;
+  read_common(h, c, /*qkv_bias=*/arch == model::Arch::qwen2);
+  model::set_arch_defaults(c, arch);
   check_activation(h, "hidden_act", "silu");
-  c.rms_eps = static_cast<float>(h.number_or("rms_norm_eps", 1e-6));
-  c.rope_base_global = c.rope_base_local = static_cast<float>(h.rope_theta("full_attention", 10000.0));
+  c.rms_eps = static_cast<float>(h.number_or("rms_norm_eps", default_eps));
+  read_global_rope(h, p, 10000.0);
+  // Qwen's sliding window is off in every release (and llama.cpp has none for these).
+  h.require_false("use_sliding_window");
   c.is_local = model::all_global_pattern(c.n_layer);
   c.tied_output = h.boolean_or("tie_word_embeddings", false);
 }
+
+void plan_llama(const HfConfig& h, ConvertPlan& p, float&) { plan_dense(h, p, model::Arch::llama, 1e-6); }
+void plan_qwen2(const HfConfig& h, ConvertPlan& p, float&) { plan_dense(h, p, model::Arch::qwen2, 1e-6); }
+void plan_qwen3(const HfConfig& h, ConvertPlan& p, float&) { plan_dense(h, p, model::Arch::qwen3, 1e-6); }
 
 void plan_gemma3(const HfConfig& h, ConvertPlan& p, float&) {
   model::ModelConfig& c = p.config;
@@ -311,6 +394,8 @@ struct HfClass {
 
 constexpr HfClass kHfClasses[] = {
     {"LlamaForCausalLM", nullptr, "model.", plan_llama},
+    {"Qwen2ForCausalLM", nullptr, "model.", plan_qwen2},
+    {"Qwen3ForCausalLM", nullptr, "model.", plan_qwen3},
     {"Gemma3ForCausalLM", nullptr, "model.", plan_gemma3},
     {"MuseGlimmerForConditionalGeneration", "text_config", "model.language_model.", plan_muse_glimmer},
 };
@@ -343,6 +428,7 @@ HfModel read_hf_config(const nlohmann::json& root, const std::string& where) {
     cls->plan(HfConfig(root, where), p, out.qk_scale);
   }
   out.tensor_prefix = cls->tensor_prefix;
+  out.rope_freqs = std::move(p.rope_freqs);
   out.config = std::move(p.config);
   out.config.name = where;
   try {
@@ -359,6 +445,17 @@ ConvertPlan plan_conversion(const safetensors::Checkpoint& ckpt) {
   p.hf_arch = hf.hf_arch;
   p.config = std::move(hf.config);
   p.config.name = ckpt.dir();
+  p.rope_freqs = std::move(hf.rope_freqs);
+  // A tied head reads the embedding; a separate lm_head.weight beside it would be silently
+  // dropped, so it must be the embedding's copy (some exports save both).
+  if (p.config.tied_output) {
+    const safetensors::Tensor* head = ckpt.find("lm_head.weight");
+    const safetensors::Tensor* embd = ckpt.find(hf.tensor_prefix + "embed_tokens.weight");
+    if (head && (!embd || head->dtype != embd->dtype || head->shape != embd->shape ||
+                 !std::equal(head->data.begin(), head->data.end(), embd->data.begin(), embd->data.end())))
+      fail(ckpt.dir(), ": config.json ties the output head to the embedding (tie_word_embeddings), but the checkpoint "
+                       "has a different lm_head.weight");
+  }
   Builder b{p, ckpt, {}};
   map_tensors(b, hf.tensor_prefix, hf.qk_scale);
   for (const auto& e : ckpt.tensors())

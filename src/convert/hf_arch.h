@@ -28,6 +28,7 @@ struct TensorPlan {
   int64_t rope_heads = 0;      // > 0: rows regrouped from rotate-half to interleaved pairs, per head of rows / rope_heads
   float shift = 0.0f;          // added to every value (norm weights stored as 1 + w)
   float fill = 0.0f;           // the value of every element of a synthesised tensor
+  std::vector<float> values = {};  // a synthesised tensor's elements, when they differ (Llama 3's RoPE divisors)
   bool is_norm() const { return dims.size() == 1; }
 };
 
@@ -36,6 +37,7 @@ struct ConvertPlan {
   model::ModelConfig config;
   std::vector<TensorPlan> tensors;  // in the order they are written
   std::vector<std::string> skipped; // checkpoint tensors left out (vision tower, RoPE caches, ...)
+  std::vector<float> rope_freqs;    // Llama 3.x RoPE scaling: the per-pair divisors llama.cpp stores
 };
 
 // The architectures convert reads, for messages.
@@ -49,6 +51,7 @@ struct HfModel {
   model::ModelConfig config;
   std::string tensor_prefix = "model.";
   float qk_scale = 1.0f;
+  std::vector<float> rope_freqs;  // config.rope_freq_factors: the rope_freqs tensor's values
 };
 HfModel read_hf_config(const nlohmann::json& config_json, const std::string& where);
 

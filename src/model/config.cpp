@@ -30,6 +30,12 @@ void set_arch_defaults(ModelConfig& c, Arch arch) {
   c.post_norm_eps = 0.0f;
   c.nope_global = false;
   c.logit_scale = 1.0f;
+  c.attn_bias = arch == Arch::qwen2;
+  if (arch == Arch::qwen2 || arch == Arch::qwen3) {
+    c.rope_type = RopeType::neox;
+    c.qk_norm = arch == Arch::qwen3;
+    return;
+  }
   if (arch == Arch::muse_glimmer) {
     c.norm_placement = NormPlacement::both;
     c.qk_norm = true;
@@ -103,6 +109,8 @@ void ModelConfig::validate() const {
             rope_base_global, ")");
   SQZ_CHECK(std::isfinite(rope_base_local) && rope_base_local > 0, who, ": rope_base_local must be positive (got ",
             rope_base_local, ")");
+  SQZ_CHECK(std::isfinite(rope_freq_scale) && rope_freq_scale > 0 && rope_freq_scale <= 1, who,
+            ": rope_freq_scale must be in (0, 1] (got ", rope_freq_scale, ")");
   SQZ_CHECK(sliding_window >= 0 && sliding_window <= (int64_t{1} << 24), who,
             ": sliding_window must be in [0, 2^24] (got ", sliding_window, ")");
   SQZ_CHECK(static_cast<int64_t>(is_local.size()) == n_layer, who, ": is_local has ", is_local.size(),

@@ -61,6 +61,11 @@ struct ModelConfig {
   float rope_base_global = 10000.0f;
   float rope_base_local = 10000.0f;  // local (sliding-window) layers
   RopeType rope_type = RopeType::normal;
+  // RoPE scaling as llama.cpp stores it: positions × rope_freq_scale (`rope.scaling.type`
+  // linear: 1 / factor), and per-pair frequency divisors in the `rope_freqs` tensor
+  // (Llama 3.x's scaling, precomputed by the converter).
+  float rope_freq_scale = 1.0f;
+  bool rope_freq_factors = false;
   int64_t sliding_window = 0;  // tokens a local layer sees; 0 = no local layers
   std::vector<bool> is_local;  // per layer; size n_layer
   bool tied_output = false;    // output head shares token_embd
@@ -125,6 +130,8 @@ struct ModelConfig {
 //   gemma3: pre+post norms, QK-norm, GeGLU (tanh), RoPE NeoX, embeddings × sqrt(n_embd),
 //           scores × 1/sqrt(head_dim) (1/sqrt(n_embd/n_head) for the 62-layer 27B, as
 //           llama.cpp), tied head, local RoPE base 10000, global 1e6, pattern of 6;
+//   qwen2: llama's options with RoPE NeoX and Q/K/V biases;
+//   qwen3: llama's options with RoPE NeoX and QK-norm;
 //   muse-glimmer: pre+post norms (post eps 1e-8), QK-norm (the Q scale lives in the q-norm
 //           weights), SwiGLU, RoPE normal on local layers only (NoPE global), embedding
 //           RMSNorm, sigmoid attention output gate, untied head, soft-cap 20, logit scale

@@ -57,13 +57,21 @@ void rmsnorm_rows(const float* x, const std::vector<float>& w, float* y, int64_t
   for (int64_t i = 0; i < n; ++i) ops().rmsnorm(x + i * width, w.data(), y + i * width, width, eps);
 }
 
-void rope_rows(float* x, int64_t n, int64_t pos0, int64_t n_heads, const ModelConfig& c, float base) {
+void rope_rows(float* x, int64_t n, int64_t pos0, int64_t n_heads, const ModelConfig& c, const Weights& w, float base) {
   for (int64_t i = 0; i < n; ++i) {
     ops().rope(x + i * n_heads * c.head_dim,
                {.n_heads = n_heads, .head_dim = c.head_dim, .rot_dim = c.head_dim, .position = pos0 + i,
-                .freq_base = base, .freq_scale = 1.0f,
+                .freq_base = base, .freq_scale = c.rope_freq_scale,
+                .freq_factors = c.rope_freq_factors ? w.rope_freqs.data() : nullptr,
                 .style = c.rope_type == RopeType::neox ? kernels::cpu::RopeStyle::NeoX : kernels::cpu::RopeStyle::Normal});
   }
+}
+
+// y[n, width] += b[width] (a projection's bias).
+void add_bias_rows(float* y, const std::vector<float>& b, int64_t n) {
+  const int64_t width = static_cast<int64_t>(b.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < width; ++j) y[i * width + j] += b[static_cast<size_t>(j)];
 }
 
 // Every chunk is checked before any cache changes, so a bad step leaves every sequence as it was.
@@ -115,7 +123,7 @@ std::string forward_support_error(const ModelConfig& c) {
   };
   lacks(c.has_layer_kind(Mixer::linear_attention), "linear-attention layers");
   lacks(c.has_layer_kind(Ffn::moe), "expert (MoE) layers");
-  lacks(c.attn_bias || c.attn_output_bias, "attention biases");
+  lacks(c.attn_output_bias, "an attention output bias");
   lacks(c.fused_qkv, "a fused Q/K/V tensor");
   lacks(c.attn_sinks, "attention sinks");
   if (missing.empty()) return {};
@@ -189,6 +197,11 @@ class StepRunner {
     float *q = scratch_.q.data(), *k = scratch_.k.data(), *v = scratch_.v.data(), *attn = scratch_.attn.data();
     const float* in = sublayer_input(il, L.attn_norm, "attn_norm");
     linear_many(pool_, {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}}, in, n_, invariant_);  // q[n, H·D], k, v[n, Hk·D]
+    if (c_.attn_bias) {
+      add_bias_rows(q, L.bq, n_);
+      add_bias_rows(k, L.bk, n_);
+      add_bias_rows(v, L.bv, n_);
+    }
     mark(StepOp::qkv);
     if (c_.qk_norm) {  // RMSNorm of each head's row of D
       rmsnorm_rows(q, L.q_norm, q, n_ * c_.n_head, c_.head_dim, c_.rms_eps);
@@ -198,8 +211,8 @@ class StepRunner {
     if (c_.uses_rope(il)) {
       const float base = local ? c_.rope_base_local : c_.rope_base_global;
       for (size_t s = 0; s < chunks_.size(); ++s) {
-        rope_rows(q + row0_[s] * QD, chunks_[s].n, pos0_[s], c_.n_head, c_, base);
-        rope_rows(k + row0_[s] * KD, chunks_[s].n, pos0_[s], c_.n_head_kv, c_, base);
+        rope_rows(q + row0_[s] * QD, chunks_[s].n, pos0_[s], c_.n_head, c_, w_, base);
+        rope_rows(k + row0_[s] * KD, chunks_[s].n, pos0_[s], c_.n_head_kv, c_, w_, base);
       }
     }
     mark(StepOp::rope);

@@ -28,8 +28,33 @@ int64_t positive(const gguf::Metadata& m, const std::string& k, int64_t v) {
 bool forward_layout_is_default(const ModelConfig& c) {
   const bool plain_layers =
       std::all_of(c.layer_kinds.begin(), c.layer_kinds.end(), [](const LayerKind& k) { return k == LayerKind{}; });
-  return plain_layers && !c.attn_bias && !c.attn_output_bias && !c.fused_qkv && !c.attn_sinks && c.n_expert == 0 &&
+  return plain_layers && !c.attn_output_bias && !c.fused_qkv && !c.attn_sinks && c.n_expert == 0 &&
          c.n_ff_shexp == 0 && !c.fused_gate_up_exps;
+}
+
+// RoPE scaling as llama.cpp reads it: `rope.scaling.factor` (or the older
+// `rope.scale_linear`) divides positions whatever the type says, `rope.scaling.type` names
+// the method; the Llama 3.x divisors come as the `rope_freqs` tensor.
+void read_rope_scaling(const gguf::File& file, std::string_view a, ModelConfig& c) {
+  const gguf::Metadata& m = file.metadata();
+  const std::string type_key = key(a, "rope.scaling.type");
+  const std::string type = m.get_string_or(type_key, "none");
+  if (type == "yarn" || type == "longrope")
+    m.fail_key(type_key, "is '" + type + "', which squeeze does not implement yet (none, linear)");
+  if (type != "none" && type != "linear") m.fail_key(type_key, "is '" + type + "', an unknown RoPE scaling (none, linear)");
+  std::string factor_key = key(a, "rope.scaling.factor");
+  std::optional<float> factor = m.get_f32_opt(factor_key);
+  if (!factor) {
+    factor_key = key(a, "rope.scale_linear");
+    factor = m.get_f32_opt(factor_key);
+  }
+  if (factor && *factor != 0.0f) {
+    if (!(*factor >= 1.0f) || !std::isfinite(*factor)) m.fail_key(factor_key, "must be at least 1 (a context extension)");
+    c.rope_freq_scale = 1.0f / *factor;
+  } else if (type == "linear") {
+    m.fail_key(type_key, "is 'linear' without " + key(a, "rope.scaling.factor"));
+  }
+  c.rope_freq_factors = file.find_tensor(tensor_name(TensorId::rope_freqs)) != nullptr;
 }
 
 }  // namespace
@@ -69,6 +94,7 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   c.rope_base_local = m.get_f32_or(key(a, "rope.freq_base_swa"), c.rope_base_local);
   if (auto rd = m.get_i64_opt(key(a, "rope.dimension_count")); rd && *rd != c.head_dim)
     m.fail_key(key(a, "rope.dimension_count"), "partial rotary dimensions are not supported");
+  read_rope_scaling(file, a, c);
   if (auto s = m.get_f32_opt(key(a, "attention.scale"))) {
     if (!(*s > 0) || !std::isfinite(*s)) m.fail_key(key(a, "attention.scale"), "must be positive");
     c.attn_scale = *s;
@@ -160,8 +186,9 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
                 c.attn_gate == d.attn_gate && c.post_norm_eps == d.post_norm_eps && c.nope_global == d.nope_global,
             c.name, ": norm placement, QK-norm, activation, embedding scale and norm, attention gate, post-norm eps, ",
             "NoPE layers and RoPE type must be arch ", a, "'s to be stored in GGUF");
+  SQZ_CHECK(c.attn_bias == d.attn_bias, c.name, ": Q/K/V biases must be arch ", a, "'s to be stored in GGUF");
   SQZ_CHECK(forward_layout_is_default(c), c.name,
-            ": layer kinds, experts, biases, fused tensors and sinks have no GGUF keys for arch ", a, " yet");
+            ": layer kinds, experts, output biases, fused tensors and sinks have no GGUF keys for arch ", a, " yet");
   SQZ_CHECK(A == Arch::muse_glimmer || c.logit_scale == 1.0f, c.name,
             ": a logit scale needs the muse-glimmer architecture");
   SQZ_CHECK(A != Arch::muse_glimmer || !c.tied_output, c.name, ": muse-glimmer has an untied output head");
@@ -177,6 +204,10 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
   m.set(key(a, "attention.layer_norm_rms_epsilon"), Value::f32(c.rms_eps));
   m.set(key(a, "rope.freq_base"), Value::f32(c.rope_base_global));
   m.set(key(a, "rope.dimension_count"), Value::u32(static_cast<uint32_t>(c.head_dim)));
+  if (c.rope_freq_scale != 1.0f) {  // the divisors (rope_freq_factors) travel as a tensor
+    m.set(key(a, "rope.scaling.type"), Value::string("linear"));
+    m.set(key(a, "rope.scaling.factor"), Value::f32(1.0f / c.rope_freq_scale));
+  }
   m.set(key(a, "vocab_size"), Value::u32(static_cast<uint32_t>(c.n_vocab)));
   if (c.attn_scale != d.attn_scale) m.set(key(a, "attention.scale"), Value::f32(c.effective_attn_scale()));
   if (c.final_logit_softcap > 0) m.set(key(a, "final_logit_softcapping"), Value::f32(c.final_logit_softcap));

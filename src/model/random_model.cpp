@@ -113,6 +113,10 @@ std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<T
                                            is_matrix ? 1.0f / std::sqrt(static_cast<float>(s.ne0)) : 0.1f);
       std::vector<float> data(static_cast<size_t>(s.elements()));
       for (auto& v : data) v = dist(rng);
+      if (s.id == TensorId::rope_freqs) {  // RoPE frequency divisors: in [1, 8], as Llama 3's are
+        std::uniform_real_distribution<float> divisor(1.0f, 8.0f);
+        for (auto& v : data) v = divisor(rng);
+      }
       out(quant::quantize_tensor({.type = type, .src = data.data(), .rows = s.ne1 * s.ne2, .cols = s.ne0}));
     });
   }

@@ -132,6 +132,9 @@ constexpr TensorRow kRows[] = {
     {TensorId::output, "output", "weight", M, TensorBlock::head, false,
      [](const ModelConfig& c) { return Shape{c.n_embd, c.n_vocab, 1}; },
      [](const ModelConfig& c, int64_t) { return !c.tied_output; }},
+    {TensorId::rope_freqs, "rope_freqs", "weight", P, TensorBlock::head, false,
+     [](const ModelConfig& c) { return Shape{c.head_dim / 2, 1, 1}; },
+     [](const ModelConfig& c, int64_t) { return c.rope_freq_factors; }},
 };
 // clang-format on
 

@@ -52,6 +52,7 @@ enum class TensorId : uint8_t {
   // head
   output_norm,
   output,
+  rope_freqs,                             // Llama 3.x: per-pair RoPE frequency divisors [head_dim / 2]
   count
 };
 // clang-format on

@@ -1,6 +1,7 @@
 // model/weights.cpp
 #include "model/weights.h"
 
+#include <cmath>
 #include <span>
 
 #include "core/error.h"
@@ -89,6 +90,7 @@ WeightSlot slot_of(Weights& w, TensorId id, int64_t layer) {
   if (id == TensorId::token_embd) return {.matrix = &w.token_embd};
   if (id == TensorId::output_norm) return {.values = &w.output_norm};
   if (id == TensorId::output) return {.matrix = &w.output};
+  if (id == TensorId::rope_freqs) return {.values = &w.rope_freqs};
   LayerWeights& l = w.layers.at(static_cast<size_t>(layer));
   switch (id) {
     case TensorId::attn_norm: return {.values = &l.attn_norm};
@@ -133,6 +135,7 @@ WeightSlot slot_of(Weights& w, TensorId id, int64_t layer) {
     case TensorId::token_embd:
     case TensorId::output_norm:
     case TensorId::output:
+    case TensorId::rope_freqs:
     case TensorId::count: break;
   }
   fail("tensor '", tensor_name(id, layer), "' has no place in a layer's weights");
@@ -157,6 +160,10 @@ Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
         jobs.push_back({s.matrix, false});
     }
   }
+  for (const float d : w.rope_freqs)
+    if (!(d > 0.0f) || !std::isfinite(d))
+      fail(f.path(), ": tensor '", tensor_name(TensorId::rope_freqs), "' holds ", d,
+           "; RoPE frequency divisors must be positive and finite");
   if (c.tied_output) {
     w.output = w.token_embd;
     if (quant::packs(w.output.type)) jobs.push_back({&w.output, /*keep=*/true});

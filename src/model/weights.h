@@ -60,6 +60,7 @@ struct Weights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;
   quant::QMatrix output;  // [n_vocab, n_embd]; token_embd when tied
+  std::vector<float> rope_freqs;  // [head_dim / 2] RoPE frequency divisors (rope_freq_factors)
   // The repacked copies the matrices' `packed` point into (quant/packed.h).
   std::vector<AlignedBuffer> packed_storage;
 };

@@ -18,6 +18,7 @@ std::string training_support_error(const model::ModelConfig& c) {
   if (c.attn_bias || c.attn_output_bias) missing += " attention biases";
   if (c.fused_qkv) missing += " fused Q/K/V";
   if (c.attn_sinks) missing += " attention sinks";
+  if (c.rope_freq_scale != 1.0f || c.rope_freq_factors) missing += " scaled RoPE";
   if (missing.empty()) return {};
   return "training does not implement the " + std::string(model::arch_name(c.arch)) + " option(s):" + missing;
 }

@@ -209,10 +209,15 @@ TEST_P(KernelVariant, RopeBothPairings) {
     for (int64_t head_dim : {2, 8, 64, 128, 80}) {
       for (int64_t rot_dim : {head_dim, head_dim / 2 - (head_dim / 2) % 2}) {
         if (rot_dim <= 0) continue;
+        // Scaled RoPE: none, linear (positions × 1/4), and per-pair frequency divisors (Llama 3).
+        std::vector<float> factors(static_cast<size_t>(rot_dim / 2));
+        for (float& f : factors) f = 1.0f + 7.0f * std::fabs(random_vector(1)[0]) / 3.0f;
+        for (int scaling = 0; scaling < 3; ++scaling)
         for (int64_t pos : {0, 1, 77, 4096, 131071}) {
           const int64_t n_heads = 3;
           RopeParams p{.n_heads = n_heads, .head_dim = head_dim, .rot_dim = rot_dim, .position = pos,
-                       .freq_base = 10000.0f, .freq_scale = 1.0f, .style = style};
+                       .freq_base = 10000.0f, .freq_scale = scaling == 1 ? 0.25f : 1.0f,
+                       .freq_factors = scaling == 2 ? factors.data() : nullptr, .style = style};
           if (pos == 77) p.freq_base = 1e6f;  // the global-layer base of long-context models
           auto x = random_vector(n_heads * head_dim);
           auto got = x, want_ref = x;
@@ -226,13 +231,15 @@ TEST_P(KernelVariant, RopeBothPairings) {
                 const int64_t pair = style == RopeStyle::Normal ? i / 2 : i % (rot_dim / 2);
                 const int64_t i0 = style == RopeStyle::Normal ? 2 * pair : pair;
                 const int64_t i1 = style == RopeStyle::Normal ? 2 * pair + 1 : pair + rot_dim / 2;
-                const double theta = static_cast<double>(pos) * std::pow(static_cast<double>(p.freq_base), -2.0 * pair / rot_dim);
+                const double theta = static_cast<double>(pos) * p.freq_scale *
+                                     std::pow(static_cast<double>(p.freq_base), -2.0 * pair / rot_dim) /
+                                     (scaling == 2 ? factors[static_cast<size_t>(pair)] : 1.0);
                 const double a = x[h * head_dim + i0], b = x[h * head_dim + i1];
                 want = (i == i0) ? a * std::cos(theta) - b * std::sin(theta) : a * std::sin(theta) + b * std::cos(theta);
               }
               // cos/sin rounded to f32 (1u each), two products and a sum (3u): 5u of |a|+|b| <= 2
               const double bound = 5 * kEpsF32 * 2.0;
-              SCOPED_TRACE(testing::Message() << "style " << int(style) << " d " << head_dim << " rot " << rot_dim << " pos " << pos << " i " << i);
+              SCOPED_TRACE(testing::Message() << "scaling " << scaling << " style " << int(style) << " d " << head_dim << " rot " << rot_dim << " pos " << pos << " i " << i);
               EXPECT_NEAR_BOTH(got[h * head_dim + i], want_ref[h * head_dim + i], want, bound);
             }
           }

@@ -105,10 +105,14 @@ void rmsnorm(double* x, const std::vector<float>& w, int64_t n, double eps) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] * inv * w[i];
 }
 
-// RoPE of one head at `pos`: pairs (i, i+1) (normal) or (i, i + D/2) (NeoX), angle pos·base^(-2k/D).
-void rope(double* x, int64_t D, int64_t pos, double base, bool neox) {
+// RoPE of one head at `pos`: pairs (i, i+1) (normal) or (i, i + D/2) (NeoX), angle
+// pos·scale·base^(-2k/D) / divisor_k (linear scaling; Llama 3's per-pair divisors).
+void rope(double* x, int64_t D, int64_t pos, double base, bool neox, double scale = 1.0,
+          const std::vector<float>* divisors = nullptr) {
   for (int64_t k = 0; k < D / 2; ++k) {
-    const double a = pos * std::pow(base, -2.0 * k / D), c = std::cos(a), s = std::sin(a);
+    double a = pos * scale * std::pow(base, -2.0 * k / D);
+    if (divisors) a /= (*divisors)[static_cast<size_t>(k)];
+    const double c = std::cos(a), s = std::sin(a);
     const int64_t i = neox ? k : 2 * k, j = neox ? k + D / 2 : 2 * k + 1;
     const double x0 = x[i], x1 = x[j];
     x[i] = x0 * c - x1 * s;
@@ -147,14 +151,20 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
       Vec h = x[t];
       rmsnorm(h.data(), L.attn_norm, E, c.rms_eps);
       q[t] = matvec(Wq, h, H * D, E), k[t] = matvec(Wk, h, Hk * D, E), v[t] = matvec(Wv, h, Hk * D, E);
+      if (c.attn_bias) {  // Qwen2
+        for (int64_t i = 0; i < H * D; ++i) q[t][i] += L.bq[i];
+        for (int64_t i = 0; i < Hk * D; ++i) k[t][i] += L.bk[i], v[t][i] += L.bv[i];
+      }
       if (muse) gate[t] = matvec(Wgate, h, H * D, E);
+      const bool neox = c.rope_type == RopeType::neox;
+      const std::vector<float>* divisors = c.rope_freq_factors ? &w.rope_freqs : nullptr;
       for (int64_t hh = 0; hh < H; ++hh) {
-        if (sandwich) rmsnorm(&q[t][hh * D], L.q_norm, D, c.rms_eps);
-        if (positional) rope(&q[t][hh * D], D, t, base, gemma);
+        if (c.qk_norm) rmsnorm(&q[t][hh * D], L.q_norm, D, c.rms_eps);
+        if (positional) rope(&q[t][hh * D], D, t, base, neox, c.rope_freq_scale, divisors);
       }
       for (int64_t hh = 0; hh < Hk; ++hh) {
-        if (sandwich) rmsnorm(&k[t][hh * D], L.k_norm, D, c.rms_eps);
-        if (positional) rope(&k[t][hh * D], D, t, base, gemma);
+        if (c.qk_norm) rmsnorm(&k[t][hh * D], L.k_norm, D, c.rms_eps);
+        if (positional) rope(&k[t][hh * D], D, t, base, neox, c.rope_freq_scale, divisors);
       }
     }
     for (int64_t t = 0; t < n; ++t) {
@@ -340,6 +350,68 @@ TEST(ArchOptions, ForwardMatchesFloat64Reference) {
                              m.set("gemma3.attention.scale", gguf::Value::f32(0.3f));
                            }),
                            1e-4);
+}
+
+// The dense families people bring: qwen2 (Q/K/V biases, NeoX), qwen3 (QK-norm before
+// NeoX RoPE), llama with Llama 3's RoPE divisors and a tied head, llama with linear scaling.
+TEST(ArchOptions, QwenAndScaledLlamaForwardMatchFloat64Reference) {
+  const auto dense = [](Arch arch) {
+    ModelConfig c = builtin_config("glimmer-tiny");
+    set_arch_defaults(c, arch);
+    c.sliding_window = 0, c.is_local = all_global_pattern(c.n_layer);
+    c.rope_base_global = c.rope_base_local = 1e6f;
+    return c;
+  };
+  ModelConfig qwen2 = dense(Arch::qwen2), qwen3 = dense(Arch::qwen3);
+  ASSERT_TRUE(qwen2.attn_bias && !qwen2.qk_norm && qwen2.rope_type == RopeType::neox);
+  ASSERT_TRUE(!qwen3.attn_bias && qwen3.qk_norm && qwen3.rope_type == RopeType::neox);
+  qwen2.tied_output = true, qwen3.tied_output = false;
+  ModelConfig llama3 = dense(Arch::llama), linear = dense(Arch::llama);
+  llama3.rope_freq_factors = true, llama3.tied_output = true;
+  linear.rope_freq_scale = 0.25f, linear.tied_output = false;
+  for (const auto& [c, name] : {std::pair{qwen2, "ref_qwen2.gguf"}, {qwen3, "ref_qwen3.gguf"},
+                                {llama3, "ref_llama3.gguf"}, {linear, "ref_linear.gguf"}}) {
+    const std::string path = make_model(c, name);
+    const ModelConfig back = config_from_gguf(gguf::File(path));  // the keys and tensors say it all
+    EXPECT_EQ(back.arch, c.arch) << name;
+    EXPECT_EQ(back.attn_bias, c.attn_bias) << name;
+    EXPECT_EQ(back.tied_output, c.tied_output) << name;
+    EXPECT_EQ(back.rope_freq_scale, c.rope_freq_scale) << name;
+    EXPECT_EQ(back.rope_freq_factors, c.rope_freq_factors) << name;
+    expect_matches_reference(path, 1e-4);
+  }
+}
+
+// RoPE scaling a file states but squeeze cannot run, or states wrongly: one line each.
+TEST(ArchOptions, RopeScalingSqueezeDoesNotRunIsRefusedByName) {
+  ModelConfig c = builtin_config("glimmer-tiny");
+  set_arch_defaults(c, Arch::llama);
+  c.sliding_window = 0, c.is_local = all_global_pattern(c.n_layer);
+  const std::string good = make_model(c, "rope_scaling.gguf");
+  const auto with = [&](const std::string& name, const std::function<void(gguf::Metadata&)>& edit,
+                        const gguf::TensorSpec& add = {}) { return load_error(rewrite(good, name, edit, "", add)); };
+  const auto set_type = [](const char* t) {
+    return [t](gguf::Metadata& m) { m.set("llama.rope.scaling.type", gguf::Value::string(t)); };
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with("yarn.gguf", set_type("yarn")), "'llama.rope.scaling.type' is 'yarn', which squeeze does not implement yet"},
+      {with("odd.gguf", set_type("ntk-by-parts")), "is 'ntk-by-parts', an unknown RoPE scaling"},
+      {with("linear_no_factor.gguf", set_type("linear")), "is 'linear' without llama.rope.scaling.factor"},
+      {with("shrink.gguf", [](gguf::Metadata& m) { m.set("llama.rope.scaling.factor", gguf::Value::f32(0.5f)); }),
+       "'llama.rope.scaling.factor' must be at least 1"},
+      {with("freqs_len.gguf", nullptr, {"rope_freqs.weight", gguf::GgmlType::F32, {5}}),
+       "tensor 'rope_freqs.weight' has shape [5], the config needs [8]"},
+  };
+  for (const auto& [msg, needle] : cases) {
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  // A factor read as llama.cpp reads it: positions divided, whatever the type says.
+  const ModelConfig scaled = config_from_gguf(gguf::File(rewrite(good, "linear4.gguf", [](gguf::Metadata& m) {
+    m.set("llama.rope.scaling.type", gguf::Value::string("linear"));
+    m.set("llama.rope.scaling.factor", gguf::Value::f32(4.0f));
+  })));
+  EXPECT_EQ(scaled.rope_freq_scale, 0.25f);
 }
 
 TEST(ArchOptions, MuseGlimmerForwardMatchesFloat64Reference) {

@@ -48,7 +48,8 @@ def relative_errors(ours, ref):
 
 def test_fixtures_present():
     names = {os.path.basename(c) for c in CASES}
-    assert {"tiny", "tiny-gqa4", "wide", "llama", "gemma3"} <= names, names
+    assert {"tiny", "tiny-gqa4", "wide", "llama", "gemma3", "llama3-tied", "llama-linear", "qwen2", "qwen3",
+            "qwen3-tied"} <= names, names
 
 
 @pytest.mark.parametrize("case", CASES, ids=[os.path.basename(c) for c in CASES])

@@ -26,6 +26,9 @@ struct RopeParams {
   int64_t position = 0;   // absolute position of this row (includes any offset)
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;  // linear position scaling: angle uses position * freq_scale
+  // Per-pair divisors of the frequency (rot_dim / 2 of them; null: none): Llama 3's
+  // `rope_freqs` tensor, as ggml_rope_ext takes it.
+  const float* freq_factors = nullptr;
   RopeStyle style = RopeStyle::Normal;
 };
 

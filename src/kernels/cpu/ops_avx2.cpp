@@ -2,6 +2,7 @@
 // Row tails use masked loads/stores so every length is handled without a scalar loop.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/dtype.h"
@@ -173,6 +174,8 @@ void rope(float* x, const RopeParams& p) {
   struct Angles {
     int64_t position = -1, rot = 0, i0 = -1;
     float base = 0, scale = 0;
+    bool has_factors = false;  // and then their values, compared (a pointer may be reused)
+    float factors[kMaxHalf];
     alignas(32) float cs[kMaxHalf], sn[kMaxHalf];
   };
   thread_local Angles last;
@@ -181,9 +184,12 @@ void rope(float* x, const RopeParams& p) {
   for (int64_t i0 = 0; i0 < half; i0 += kMaxHalf) {
     const int64_t cnt = std::min(kMaxHalf, half - i0);
     if (last.position != p.position || last.rot != rot || last.i0 != i0 || last.base != p.freq_base ||
-        last.scale != p.freq_scale) {
+        last.scale != p.freq_scale || last.has_factors != (p.freq_factors != nullptr) ||
+        (p.freq_factors && !std::equal(p.freq_factors + i0, p.freq_factors + i0 + cnt, last.factors))) {
       for (int64_t i = 0; i < cnt; ++i) rope_angle(p, i0 + i, rot, &cs[i], &sn[i]);
       last.position = p.position, last.rot = rot, last.i0 = i0, last.base = p.freq_base, last.scale = p.freq_scale;
+      last.has_factors = p.freq_factors != nullptr;
+      if (p.freq_factors) std::copy_n(p.freq_factors + i0, cnt, last.factors);
     }
     for (int64_t h = 0; h < p.n_heads; ++h) {
       float* v = x + h * p.head_dim;
