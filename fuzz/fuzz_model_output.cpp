@@ -1,13 +1,16 @@
-// fuzz/fuzz_model_output.cpp — what a model generates, taken apart: Muse Glimmer's
-// message framing (chat/muse_glimmer_output.h), whole and streamed in chunks of sizes
-// drawn from the input's first byte, and ATEM tool-call markup (chat/atem_calls.h) alone.
-// Neither may throw; the header's promise is checked: the streamed deltas, appended,
-// equal the one-shot parse however the text was split.
+// fuzz/fuzz_model_output.cpp — what a model generates, taken apart by every family's output
+// parser: Muse Glimmer's message framing (chat/muse_glimmer_output.h), Qwen's tags
+// (chat/tagged_output.h) and Llama 3's JSON calls (chat/llama3_output.h), each whole and
+// streamed in chunks of sizes drawn from the input's first byte; and ATEM tool-call markup
+// (chat/atem_calls.h) alone. None may throw; the headers' promise is checked: the streamed
+// deltas, appended, equal the one-shot parse however the text was split.
 #include <cstddef>
 #include <cstdint>
 
 #include "chat/atem_calls.h"
+#include "chat/llama3_output.h"
 #include "chat/muse_glimmer_output.h"
+#include "chat/tagged_output.h"
 #include "chat/tool_params.h"
 #include "fuzz_input.h"
 
@@ -26,6 +29,18 @@ const chat::ToolParams& tools() {
   return t;
 }
 
+// The parser's streamed deltas over `text` in the drawn chunk sizes, appended.
+chat::ParsedOutput stream(chat::OutputParser& parser, std::string_view text, fuzz::Chunks& chunks) {
+  chat::ParsedOutput streamed;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t n = std::min(chunks.next(16), text.size() - pos);
+    streamed.append(parser.feed(text.substr(pos, n)));
+    pos += n;
+  }
+  streamed.append(parser.finish());
+  return streamed;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -36,15 +51,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const chat::ToolParams params = t ? *t : chat::ToolParams{};
     const chat::ParsedOutput whole = chat::parse_muse_glimmer_output(text, params);
     chat::MuseGlimmerOutputParser parser(params);
-    chat::ParsedOutput streamed;
-    for (size_t pos = 0; pos < text.size();) {
-      const size_t n = std::min(chunks.next(16), text.size() - pos);
-      streamed.append(parser.feed(text.substr(pos, n)));
-      pos += n;
-    }
-    streamed.append(parser.finish());
-    if (!(streamed == whole)) __builtin_trap();
+    if (!(stream(parser, text, chunks) == whole)) __builtin_trap();
     (void)chat::parse_atem_calls(text, params);
   }
+  for (const bool in_thinking : {false, true}) {
+    chat::TaggedOutputParser tagged(in_thinking);
+    if (!(stream(tagged, text, chunks) == chat::parse_tagged_output(text, in_thinking))) __builtin_trap();
+  }
+  chat::Llama3OutputParser llama;
+  if (!(stream(llama, text, chunks) == chat::parse_llama3_output(text))) __builtin_trap();
   return 0;
 }

@@ -3,12 +3,21 @@
 
 #include <algorithm>
 
+#include "chat/llama3_output.h"
 #include "chat/muse_glimmer_output.h"
+#include "chat/tagged_output.h"
 #include "core/error.h"
 #include "generate/thinking_budget.h"
 
 namespace squeeze::generate {
 namespace {
+
+// Qwen's tags are tokens written into the text (user-defined, not control), which tells them
+// apart from a vocabulary that merely reserves a control token of the same spelling.
+bool has_text_tag(const text::Tokenizer& tok, std::string_view tag) {
+  const auto id = tok.find_token(tag);
+  return id && tok.token_type(*id) != text::TokenType::control;
+}
 
 std::string template_source(const model::Model& model) {
   const auto* t = model.file().metadata().find("tokenizer.chat_template");
@@ -37,21 +46,30 @@ ChatFormat::ChatFormat(const model::Model& model)
       eos_(token_text_or_empty(tok_, tok_.eos_id())) {
   find_stop_ids(model);
   framing_ = output_framing(tok_);
+  thinks_in_tags_ = framing_ == OutputFraming::tagged && has_text_tag(tok_, "<think>");
   turn_stop_ids_ = stop_ids_;
   if (framing_ == OutputFraming::muse_glimmer)
     if (const auto eom = tok_.find_token("<|eom|>")) std::erase(turn_stop_ids_, *eom);
 }
 
-std::unique_ptr<chat::OutputParser> ChatFormat::output_parser(chat::ToolParams tools) const {
+std::unique_ptr<chat::OutputParser> ChatFormat::output_parser(chat::ToolParams tools, std::string_view prompt) const {
   switch (framing_) {
     case OutputFraming::muse_glimmer: return std::make_unique<chat::MuseGlimmerOutputParser>(std::move(tools));
+    case OutputFraming::tagged: {
+      while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' ')) prompt.remove_suffix(1);
+      return std::make_unique<chat::TaggedOutputParser>(thinks_in_tags_ && prompt.ends_with("<think>"));
+    }
+    case OutputFraming::llama3_json: return std::make_unique<chat::Llama3OutputParser>();
     case OutputFraming::plain: break;
   }
   return std::make_unique<chat::PlainOutputParser>();
 }
 
 OutputFraming output_framing(const text::Tokenizer& tok) {
-  return ThinkingVocab::supports(tok) ? OutputFraming::muse_glimmer : OutputFraming::plain;
+  if (ThinkingVocab::supports(tok)) return OutputFraming::muse_glimmer;
+  if (has_text_tag(tok, "<think>") || has_text_tag(tok, "<tool_call>")) return OutputFraming::tagged;
+  if (tok.find_token("<|python_tag|>")) return OutputFraming::llama3_json;
+  return OutputFraming::plain;
 }
 
 std::string ChatFormat::render(const chat::Json& messages, bool add_generation_prompt, const chat::Json& tools,

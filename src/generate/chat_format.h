@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chat/output_parser.h"
@@ -16,12 +17,19 @@
 
 namespace squeeze::generate {
 
-// How a model frames its answer. Muse Glimmer's framing: a turn is messages
-// `<|start|>ROLE<|message|>…` ended by <|eom|> (more follow) or <|eot|> (the turn ends), the
-// thinking in `self` messages, tool calls in ATEM; chat::MuseGlimmerOutputParser reads it from
-// the text with control tokens rendered. Plain: the answer is the text.
-enum class OutputFraming { plain, muse_glimmer };
-// From the vocabulary: Muse Glimmer's when it has <|start|> <|message|> <|eom|> <|eot|>.
+// How a model frames its answer, each read by its chat::OutputParser:
+//   muse_glimmer: messages `<|start|>ROLE<|message|>…` ended by <|eom|> (more follow) or
+//     <|eot|> (the turn ends), the thinking in `self` messages, tool calls in ATEM, read with
+//     control tokens rendered (chat/muse_glimmer_output.h);
+//   tagged: `<think>…</think>` and `<tool_call>{json}</tool_call>` (Qwen2.5, Qwen3;
+//     chat/tagged_output.h);
+//   llama3_json: a call is the whole answer, {"name", "parameters"} (Llama 3.x;
+//     chat/llama3_output.h);
+//   plain: the answer is the text.
+enum class OutputFraming { plain, muse_glimmer, tagged, llama3_json };
+// From the vocabulary: Muse Glimmer's when it has <|start|> <|message|> <|eom|> <|eot|>;
+// tagged when it has <think> or <tool_call> as text tokens (not control ones); llama3_json
+// when it has <|python_tag|>.
 OutputFraming output_framing(const text::Tokenizer& tok);
 
 class ChatFormat {
@@ -52,11 +60,13 @@ class ChatFormat {
   // OpenAI layer) reads these instead of asking which model it runs.
   OutputFraming framing() const { return framing_; }
   // A fresh parser of one answer in this framing; `tools` (the request's) type the
-  // arguments of the calls it reads.
-  std::unique_ptr<chat::OutputParser> output_parser(chat::ToolParams tools = {}) const;
-  // What the framing can carry: tool calls the parser returns as calls, and thinking apart
-  // from the answer (which a thinking budget can limit).
-  bool calls_tools() const { return framing_ == OutputFraming::muse_glimmer; }
+  // arguments of the calls it reads; `prompt` (the rendering the answer follows) tells
+  // whether the template already opened the thinking (a generation prompt ending in <think>).
+  std::unique_ptr<chat::OutputParser> output_parser(chat::ToolParams tools = {}, std::string_view prompt = {}) const;
+  // What the framing carries: tool calls the parser returns as calls; thinking apart from
+  // the answer; thinking a budget can limit (generate/thinking_budget.h).
+  bool calls_tools() const { return framing_ != OutputFraming::plain; }
+  bool reasons() const { return framing_ == OutputFraming::muse_glimmer || thinks_in_tags_; }
   bool thinks() const { return framing_ == OutputFraming::muse_glimmer; }
   // Control tokens reach the text (the output parser needs them).
   bool renders_control() const { return framing_ == OutputFraming::muse_glimmer; }
@@ -73,6 +83,7 @@ class ChatFormat {
   std::string bos_, eos_;
   std::vector<int32_t> stop_ids_, turn_stop_ids_;
   OutputFraming framing_ = OutputFraming::plain;
+  bool thinks_in_tags_ = false;  // tagged, and the vocabulary has <think>
 };
 
 }  // namespace squeeze::generate

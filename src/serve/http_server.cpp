@@ -269,7 +269,7 @@ Json Server::models_json() const {
     Json caps = Json::array({"completion"});
     if (l->chat) caps.push_back("chat");
     if (l->chat && l->chat->calls_tools()) caps.push_back("tools");
-    if (l->chat && l->chat->thinks()) caps.push_back("reasoning");
+    if (l->chat && l->chat->reasons()) caps.push_back("reasoning");
     if (l->ctx.images) caps.push_back("multimodal");
     entry["capabilities"] = caps;
     entry["meta"] = {{"architecture", model::arch_name(c.arch)},

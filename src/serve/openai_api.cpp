@@ -447,7 +447,7 @@ ResponseBuilder::ResponseBuilder(const PreparedRequest& req, const ApiContext& c
       ctx_(ctx),
       id_(random_id(req.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-")),
       created_(unix_now()) {
-  if (req.endpoint == Endpoint::chat) parser_ = ctx.chat->output_parser(req.tools);
+  if (req.endpoint == Endpoint::chat) parser_ = ctx.chat->output_parser(req.tools, req.prompt_text);
 }
 
 chat::ParsedOutput ResponseBuilder::take(const Update& u) {

@@ -198,6 +198,28 @@ CONVERSATIONS = {
         {"role": "assistant", "tool_calls": [
             {"type": "function", "function": {"name": "files.read", "arguments": "{\"path\": \"/x\"}"}}]},
     ]},
+    # Qwen3 / Qwen3.5: thinking switched off by the caller, a past answer whose content still
+    # holds its <think> block, and tool results after a call (rendered inside user turns).
+    "qwen_no_thinking": {"context": {"enable_thinking": False}, "messages": [
+        {"role": "user", "content": "What is 2+2?"},
+    ]},
+    "qwen_think_in_content": {"tools": [WEATHER_TOOL], "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "<think>\nNeed the tool.\n</think>\n\n", "tool_calls": [
+            {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "content": "18"},
+        {"role": "assistant", "content": "<think>\nIt said 18.\n</think>\n\nIt is 18 °C."},
+        {"role": "user", "content": "Thanks"},
+    ]},
+    # Llama 3.1: tools in the system message instead of the first user message, a fixed date.
+    "llama_tools_in_system": {"tools": [WEATHER_TOOL], "context": {"tools_in_user_message": False,
+                                                                  "date_string": "01 Jun 2026"}, "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "tool_calls": [
+            {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "ipython", "content": "{\"temp\": 18}"},
+    ]},
 }
 
 TEMPLATES = sorted(glob.glob(os.path.join(FIXTURES, "*.jinja")))
@@ -250,7 +272,7 @@ def check_same(ok, expected, r):
 def test_fixtures_present():
     names = {os.path.basename(t) for t in TEMPLATES}
     assert {"smollm2-chatml.jinja", "gemma-3-it.jinja", "llama-3.2-instruct.jinja", "qwen2.5-instruct.jinja",
-            "muse-glimmer.jinja"} <= names
+            "muse-glimmer.jinja", "qwen3.jinja", "qwen3.5.jinja", "llama-3.1-instruct.jinja"} <= names
 
 
 @pytest.mark.parametrize("add_generation_prompt", [False, True])
