@@ -11,7 +11,8 @@ void add_config_options(Args& args, const std::string& default_config) {
   args.group("model shape")
       .option({"--config"}, "NAME", "built-in config (" + names + ")", default_config)
       .option({"--arch"}, "ARCH",
-              "override the architecture (glimmer, llama, gemma3 or muse-glimmer; llama makes every layer global, "
+              "override the architecture (glimmer, llama, gemma3, muse-glimmer, qwen2 or qwen3; llama, qwen2 "
+              "(Q/K/V biases, NeoX RoPE) and qwen3 (QK-norm, NeoX RoPE) make every layer global, "
               "gemma3 sets its options: pre+post norms, QK-norm, GeGLU, NeoX RoPE, scaled embeddings, [L x5 G] "
               "pattern; muse-glimmer sets its: embedding norm, pre+post norms, QK-norm, sigmoid attention gate, "
               "no RoPE on global layers (every 4th from the last), untied head, logit scale and soft-cap 20)")

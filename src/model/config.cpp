@@ -206,7 +206,8 @@ ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n
 
 std::vector<std::string> builtin_config_names() {
   return {"glimmer-30b",  "glimmer-1b",  "glimmer-tiny", "llama-1b",         "kjv-teacher",      "glimmer-kjv",
-          "smollm2-135m", "gemma3-270m", "gemma3-tiny",  "muse-glimmer-30b", "muse-glimmer-tiny"};
+          "smollm2-135m", "gemma3-270m", "gemma3-tiny",  "muse-glimmer-30b", "muse-glimmer-tiny",
+          "llama3.2-1b",  "qwen3-4b"};
 }
 
 ModelConfig builtin_config(std::string_view name) {
@@ -260,6 +261,35 @@ ModelConfig builtin_config(std::string_view name) {
     set_arch_defaults(c, Arch::llama);
     c.rms_eps = 1e-5f;
     c.rope_base_global = c.rope_base_local = 100000.0f;
+    c.is_local = all_global_pattern(c.n_layer);
+    c.tied_output = true;
+    return c;
+  }
+  if (name == "llama3.2-1b") {
+    // Llama 3.2 1B as its GGUF describes it: 16 layers, 2048 wide, 32/8 heads of 64, FFN
+    // 8192, vocabulary 128256, RoPE base 500000 with Llama 3's divisors (rope_freqs), tied.
+    ModelConfig c;
+    c.name = "llama3.2-1b";
+    c.n_layer = 16, c.n_embd = 2048, c.n_head = 32, c.n_head_kv = 8, c.head_dim = 64;
+    c.n_ff = 8192, c.n_vocab = 128256, c.n_ctx = 131072;
+    set_arch_defaults(c, Arch::llama);
+    c.rms_eps = 1e-5f;
+    c.rope_base_global = c.rope_base_local = 500000.0f;
+    c.rope_freq_factors = true;
+    c.is_local = all_global_pattern(c.n_layer);
+    c.tied_output = true;
+    return c;
+  }
+  if (name == "qwen3-4b") {
+    // Qwen3-4B (model-families.md §1): 36 layers, 2560 wide, 32/8 heads of 128, FFN 9728,
+    // vocabulary 151936, RoPE base 1e6, QK-norm, tied.
+    ModelConfig c;
+    c.name = "qwen3-4b";
+    c.n_layer = 36, c.n_embd = 2560, c.n_head = 32, c.n_head_kv = 8, c.head_dim = 128;
+    c.n_ff = 9728, c.n_vocab = 151936, c.n_ctx = 40960;
+    set_arch_defaults(c, Arch::qwen3);
+    c.rms_eps = 1e-6f;
+    c.rope_base_global = c.rope_base_local = 1000000.0f;
     c.is_local = all_global_pattern(c.n_layer);
     c.tied_output = true;
     return c;

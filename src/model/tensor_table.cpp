@@ -192,6 +192,7 @@ ParamCount count_params(const ModelConfig& c) {
   int64_t attention = 0, ffn = 0;
   for (const TensorShape& t : weight_tensors(c)) {
     p.total += t.elements();
+    if (t.id == TensorId::rope_freqs) continue;  // a fixed table of the RoPE, not a weight of any block
     if (t.kind == TensorKind::norm) {
       p.norms += t.elements();
       continue;

@@ -55,7 +55,9 @@ TEST(ModelConfig, TensorShapesAddUpToTheParameterCount) {
     c.validate();
     const auto tensors = weight_tensors(c);
     const int64_t per_layer = 9 + (c.qk_norm ? 2 : 0) + (c.norm_placement == NormPlacement::both ? 2 : 0) + (c.attn_gate ? 1 : 0);
-    EXPECT_EQ(tensors.size(), static_cast<size_t>(per_layer * c.n_layer + 2 + (c.tied_output ? 0 : 1))) << name;
+    EXPECT_EQ(tensors.size(), static_cast<size_t>(per_layer * c.n_layer + 2 + (c.tied_output ? 0 : 1) +
+                                                  (c.rope_freq_factors ? 1 : 0)))
+        << name;
     int64_t sum = 0;
     for (const auto& t : tensors) sum += t.elements();
     EXPECT_EQ(sum, count_params(c).total) << name;
@@ -69,6 +71,8 @@ TEST(ModelConfig, TensorShapesAddUpToTheParameterCount) {
   EXPECT_EQ(t.back().name, "output.weight");
   EXPECT_NEAR(count_params(builtin_config("llama-1b")).total / 1e9, 1.10, 0.01);  // TinyLlama-1.1B
   EXPECT_NEAR(count_params(builtin_config("glimmer-1b")).total / 1e9, 1.0, 0.05);
+  EXPECT_NEAR(count_params(builtin_config("llama3.2-1b")).total / 1e9, 1.24, 0.01);  // Llama 3.2 1B: 1.24B
+  EXPECT_NEAR(count_params(builtin_config("qwen3-4b")).total / 1e9, 4.02, 0.01);     // Qwen3-4B: 4.02B
 }
 
 TEST(ModelConfig, LayerPatterns) {
