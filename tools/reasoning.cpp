@@ -19,11 +19,13 @@ void add_reasoning_options(Args& args) {
 }
 
 chat::Json ReasoningSettings::template_variables() const {
-  return {{"reasoning_strength", level}, {"reasoning_effort", level}};
+  chat::Json vars = {{"reasoning_strength", level}, {"reasoning_effort", level}};
+  if (off) vars["enable_thinking"] = false;
+  return vars;
 }
 
 std::unique_ptr<generate::ThinkingBudget> ReasoningSettings::new_turn() const {
-  if (!muse || !budget) return nullptr;
+  if (!thinks || !budget) return nullptr;
   return std::make_unique<generate::ThinkingBudget>(vocab, *budget);
 }
 
@@ -33,14 +35,16 @@ ReasoningSettings reasoning_settings(const Args& args, const model::Model& model
   SQZ_CHECK(level, "--reasoning-effort must be none, minimal, low, medium, high or xhigh (got '",
             args.get("--reasoning-effort"), "')");
   s.level = *level;
-  s.muse = generate::output_framing(model.tokenizer()) == generate::OutputFraming::muse_glimmer;
-  if (s.muse) {
+  s.off = args.get("--reasoning-effort") == "none";
+  s.thinks = generate::ThinkingVocab::supports(model.tokenizer());
+  if (s.thinks) {
     s.vocab = std::make_shared<const generate::ThinkingVocab>(model.tokenizer());
     s.budget = args.has("--thinking-budget") ? args.get_int("--thinking-budget")
                                              : generate::reasoning_budgets_from_metadata(model.file().metadata()).for_level(s.level);
   } else {
-    SQZ_CHECK(!args.has("--thinking-budget"), "--thinking-budget needs a model that thinks in Muse Glimmer's framing "
-                                              "(<|start|> <|message|> <|eom|> <|eot|>); this one does not");
+    SQZ_CHECK(!args.has("--thinking-budget"), "--thinking-budget needs a model that thinks apart from its answer "
+                                              "(Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|>, or <think> "
+                                              "</think>); this one does not");
   }
   return s;
 }

@@ -22,10 +22,13 @@ void add_reasoning_options(Args& args);
 
 struct ReasoningSettings {
   std::string level = "high";       // low … xhigh ("none" / "minimal" become low)
-  bool muse = false;                // the model thinks in Muse Glimmer's framing
-  std::optional<int64_t> budget;    // thinking tokens per turn (muse only)
-  std::shared_ptr<const generate::ThinkingVocab> vocab;  // muse only: shared by every turn's budget
-  chat::Json template_variables() const;  // reasoning_strength / reasoning_effort for the template
+  bool off = false;                 // --reasoning-effort none: templates that can switch thinking off do
+  bool thinks = false;              // the model thinks apart from its answer (Muse Glimmer's self, <think>)
+  std::optional<int64_t> budget;    // thinking tokens per turn (thinks only)
+  std::shared_ptr<const generate::ThinkingVocab> vocab;  // thinks only: shared by every turn's budget
+  // reasoning_strength / reasoning_effort for the template, and enable_thinking false for
+  // `none` (Qwen3's switch).
+  chat::Json template_variables() const;
   // A fresh per-turn counter (null without a budget).
   std::unique_ptr<generate::ThinkingBudget> new_turn() const;
 };

@@ -38,7 +38,7 @@ int run_reasoning_eval(const Args& args) {
   set_default_thread_count(args.get_int32("--threads"));
   const auto problems = eval::read_reasoning_problems(args.get("--reasoning"), args.get_int("--problems"));
   const auto model = model::Model::load(path);
-  SQZ_CHECK(generate::ThinkingBudget::supports(model->tokenizer()), path,
+  SQZ_CHECK(generate::ThinkingVocab::has_muse_framing(model->tokenizer()), path,
             ": --reasoning needs a model that thinks in Muse Glimmer's framing (<|start|> <|message|> <|eom|> <|eot|>)");
   const ReasoningSettings chosen = reasoning_settings(args, *model);
 

@@ -84,7 +84,7 @@ std::vector<ReasoningResult> evaluate_reasoning(const model::Model& model, std::
                                                 std::span<const ReasoningSetting> settings,
                                                 const ReasoningEvalOptions& options, const ReasoningProgress& progress) {
   const text::Tokenizer& tok = model.tokenizer();
-  SQZ_CHECK(generate::ThinkingBudget::supports(tok),
+  SQZ_CHECK(generate::ThinkingVocab::has_muse_framing(tok),
             "the reasoning evaluation needs a model that thinks in Muse Glimmer's framing "
             "(<|start|> <|message|> <|eom|> <|eot|>)");
   const generate::ChatFormat format(model);

@@ -66,7 +66,7 @@ std::unique_ptr<chat::OutputParser> ChatFormat::output_parser(chat::ToolParams t
 }
 
 OutputFraming output_framing(const text::Tokenizer& tok) {
-  if (ThinkingVocab::supports(tok)) return OutputFraming::muse_glimmer;
+  if (ThinkingVocab::has_muse_framing(tok)) return OutputFraming::muse_glimmer;
   if (has_text_tag(tok, "<think>") || has_text_tag(tok, "<tool_call>")) return OutputFraming::tagged;
   if (tok.find_token("<|python_tag|>")) return OutputFraming::llama3_json;
   return OutputFraming::plain;

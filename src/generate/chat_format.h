@@ -67,7 +67,7 @@ class ChatFormat {
   // the answer; thinking a budget can limit (generate/thinking_budget.h).
   bool calls_tools() const { return framing_ != OutputFraming::plain; }
   bool reasons() const { return framing_ == OutputFraming::muse_glimmer || thinks_in_tags_; }
-  bool thinks() const { return framing_ == OutputFraming::muse_glimmer; }
+  bool thinks() const { return framing_ == OutputFraming::muse_glimmer || thinks_in_tags_; }
   // Control tokens reach the text (the output parser needs them).
   bool renders_control() const { return framing_ == OutputFraming::muse_glimmer; }
   // The tokens that end the turn: stop_ids() less those that end a message within it

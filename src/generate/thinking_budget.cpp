@@ -2,6 +2,7 @@
 #include "generate/thinking_budget.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 
@@ -60,29 +61,57 @@ ReasoningBudgets reasoning_budgets_from_metadata(const gguf::Metadata& meta) {
   return b;
 }
 
-bool ThinkingVocab::supports(const text::Tokenizer& tok) {
+bool ThinkingVocab::has_muse_framing(const text::Tokenizer& tok) {
   for (const char* t : {"<|start|>", "<|message|>", "<|eom|>", "<|eot|>"})
     if (!tok.find_token(t)) return false;
   return true;
 }
 
 namespace {
+// <think> / </think> written as text (Qwen3's user-defined tokens), not reserved control ones.
+std::optional<int32_t> text_tag(const text::Tokenizer& tok, const char* text) {
+  const auto id = tok.find_token(text);
+  if (!id || tok.token_type(*id) == text::TokenType::control) return std::nullopt;
+  return id;
+}
+}  // namespace
+
+bool ThinkingVocab::supports(const text::Tokenizer& tok) {
+  return has_muse_framing(tok) || (text_tag(tok, "<think>") && text_tag(tok, "</think>"));
+}
+
+namespace {
 int32_t framing_token(const text::Tokenizer& tok, const char* text) {
   const auto id = tok.find_token(text);
-  SQZ_CHECK(id, "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens; "
-                "this vocabulary lacks ", text);
+  SQZ_CHECK(id, "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens, or <think> and "
+                "</think>; this vocabulary lacks ", text);
   return *id;
 }
 }  // namespace
 
 ThinkingVocab::ThinkingVocab(const text::Tokenizer& t)
-    : tok(t),
-      start(framing_token(t, "<|start|>")),
-      message(framing_token(t, "<|message|>")),
-      eom(framing_token(t, "<|eom|>")),
-      eot(framing_token(t, "<|eot|>")),
-      assistant(t.encode("assistant", {.add_special = false, .parse_special = false})),
-      pieces(static_cast<size_t>(t.n_vocab())) {
+    : tok(t), kind(has_muse_framing(t) ? Kind::muse_glimmer : Kind::think_tags), pieces(static_cast<size_t>(t.n_vocab())) {
+  if (kind == Kind::muse_glimmer) {
+    start = framing_token(t, "<|start|>");
+    message = framing_token(t, "<|message|>");
+    eom = framing_token(t, "<|eom|>");
+    eot = framing_token(t, "<|eot|>");
+    assistant = t.encode("assistant", {.add_special = false, .parse_special = false});
+    close = {eom, start};
+    close.insert(close.end(), assistant.begin(), assistant.end());
+  } else {
+    SQZ_CHECK(text_tag(t, "<think>") && text_tag(t, "</think>"),
+              "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens, or <think> and "
+              "</think> as text tokens; this vocabulary has neither");
+    think = *text_tag(t, "<think>");
+    think_end = *text_tag(t, "</think>");
+    // As Qwen3 closes its own thinking: a newline, the tag, a blank line.
+    const auto newline = t.encode("\n", {.add_special = false, .parse_special = false});
+    const auto blank = t.encode("\n\n", {.add_special = false, .parse_special = false});
+    close = newline;
+    close.push_back(think_end);
+    close.insert(close.end(), blank.begin(), blank.end());
+  }
   for (int32_t id = 0; id < t.n_vocab(); ++id)
     if (t.token_type(id) != text::TokenType::control) pieces[static_cast<size_t>(id)] = t.token_to_piece(id);
 }
@@ -105,6 +134,10 @@ bool ThinkingBudget::self_header(const std::string& header) const {
 
 void ThinkingBudget::mask(std::span<float> logits) const {
   if (!restricts()) return;
+  if (vocab_->kind == ThinkingVocab::Kind::think_tags) {
+    if (static_cast<size_t>(vocab_->think) < logits.size()) logits[static_cast<size_t>(vocab_->think)] = -INFINITY;
+    return;
+  }
   // Any token that would make the header name `self`: the name completed, or <|message|>
   // (or another control token) after it.
   const bool named = self_header(header_);
@@ -123,7 +156,68 @@ void ThinkingBudget::release_through_boundary(Step& out) {
   held_.clear();
 }
 
+void ThinkingBudget::close_thinking(bool new_word, Step& out) {
+  out.close = true;
+  forced_ = true;
+  spent_ = true;
+  if (new_word || static_cast<int64_t>(held_.size()) > max_takeback_) {
+    // The held tokens end a word (or are too many to take back): keep them, less any
+    // bytes of an unfinished UTF-8 character at their end.
+    std::string text;
+    for (int32_t t : held_) text += piece(t);
+    while (!held_.empty() && incomplete_utf8_tail(text) > 0) {
+      text.resize(text.size() - piece(held_.back()).size());
+      held_.pop_back();
+      ++out.take_back;
+    }
+  } else {
+    out.take_back = static_cast<int64_t>(held_.size());
+    held_.clear();
+  }
+  used_ -= out.take_back;
+  release_through_boundary(out);
+  out.force = vocab_->close;
+}
+
+// <think> … </think> at the start of the turn, then the answer.
+ThinkingBudget::Step ThinkingBudget::push_tags(int32_t token) {
+  Step out;
+  const ThinkingVocab& v = *vocab_;
+  switch (state_) {
+    case State::header:  // before the thinking: it opens now or never
+      state_ = token == v.think ? State::thinking : State::body;
+      out.emit.push_back(token);
+      return out;
+    case State::thinking: {
+      if (token == v.think_end || control(token)) {  // the model closes its thinking (or ends the turn)
+        release_through_boundary(out);
+        out.emit.push_back(token);
+        spent_ = true;
+        state_ = State::body;
+        return out;
+      }
+      const bool new_word = starts_word(token) || (!held_.empty() && is_space(piece(held_.back()).back()));
+      if (used_ < budget_) {
+        if (new_word) release_through_boundary(out);
+        held_.push_back(token);
+        ++used_;
+        return out;
+      }
+      close_thinking(new_word, out);
+      state_ = State::body;
+      return out;
+    }
+    case State::body:
+    case State::after_eom:
+    case State::done:
+      out.emit.push_back(token);
+      return out;
+  }
+  return out;
+}
+
 ThinkingBudget::Step ThinkingBudget::push(int32_t token) {
+  if (vocab_->kind == ThinkingVocab::Kind::think_tags) return push_tags(token);
   Step out;
   const ThinkingVocab& v = *vocab_;
   const bool is_control = control(token);
@@ -150,29 +244,7 @@ ThinkingBudget::Step ThinkingBudget::push(int32_t token) {
         ++used_;
         return out;
       }
-      // Over budget: close at the last boundary at or before it.
-      out.close = true;
-      forced_ = true;
-      spent_ = true;
-      if (new_word || static_cast<int64_t>(held_.size()) > max_takeback_) {
-        // The held tokens end a word (or are too many to take back): keep them, less any
-        // bytes of an unfinished UTF-8 character at their end.
-        std::string text;
-        for (int32_t t : held_) text += piece(t);
-        while (!held_.empty() && incomplete_utf8_tail(text) > 0) {
-          text.resize(text.size() - piece(held_.back()).size());
-          held_.pop_back();
-          ++out.take_back;
-        }
-      } else {
-        out.take_back = static_cast<int64_t>(held_.size());
-        held_.clear();
-      }
-      used_ -= out.take_back;
-      release_through_boundary(out);
-      out.force.push_back(v.eom);
-      out.force.push_back(v.start);
-      out.force.insert(out.force.end(), v.assistant.begin(), v.assistant.end());
+      close_thinking(new_word, out);
       state_ = State::header;
       header_ = "assistant";
       return out;

@@ -1,14 +1,16 @@
 // generate/thinking_budget.h — reasoning effort as an enforced budget of thinking tokens,
-// for models that think in Muse Glimmer's framing (a message to recipient `self`).
+// for models that think apart from their answer: in Muse Glimmer's framing (a message to
+// recipient `self`) or between `<think>` and `</think>` (Qwen3).
 //
-// One counter per assistant turn: every token of every `self` message's body counts,
-// however many thinking messages the turn has. When the next sampled token would exceed
-// the budget, the thinking is closed at the last word boundary at or before the budget:
-// the tokens of the unfinished word (held back from the output while the word was being
-// written) are taken back from the KV cache, and `<|eom|><|start|>assistant` is run in
-// their place, so the model goes on to its next message. From then on the turn may not
-// open `self` again (the header's recipient is masked), so it must answer or call a tool.
-// A budget of 0 is the no-thinking baseline: `self` is masked from the start.
+// One counter per assistant turn: every thinking token counts, however many thinking
+// messages the turn has. When the next sampled token would exceed the budget, the thinking
+// is closed at the last word boundary at or before the budget: the tokens of the unfinished
+// word (held back from the output while the word was being written) are taken back from
+// the KV cache, and the close is run in their place — `<|eom|><|start|>assistant`, so the
+// model goes on to its next message, or `\n</think>\n\n`, so it answers. From then on the
+// turn may not open the thinking again (`self` as a recipient, or `<think>`, is masked), so
+// it must answer or call a tool. A budget of 0 is the no-thinking baseline: the thinking is
+// masked from the start.
 //
 //   ThinkingBudget b(tok, 192);          // after a prompt ending in `<|start|>assistant`
 //   b.mask(logits);                      // before each sample
@@ -47,17 +49,22 @@ ReasoningBudgets reasoning_budgets_from_metadata(const gguf::Metadata& meta);
 // What a budget needs to know of the vocabulary, computed once per model (every token's
 // text: a vocabulary of 200k tokens makes that worth sharing between turns and requests).
 struct ThinkingVocab {
-  // The vocabulary must have Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> (else a
-  // one-line error).
+  enum class Kind { muse_glimmer, think_tags };
+  // The vocabulary must have Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|>, or
+  // <think> and </think> as text tokens (else a one-line error).
   explicit ThinkingVocab(const text::Tokenizer& tok);
-  // Whether the vocabulary has the framing this needs.
+  // Whether the vocabulary has either framing; has_muse_framing: Muse Glimmer's.
   static bool supports(const text::Tokenizer& tok);
+  static bool has_muse_framing(const text::Tokenizer& tok);
 
   const text::Tokenizer& tok;
-  int32_t start, message, eom, eot;
-  std::vector<int32_t> assistant;  // the tokens of "assistant" after <|start|>
-  // The tokens a forced close runs: <|eom|> <|start|> assistant.
-  int64_t close_length() const { return 2 + static_cast<int64_t>(assistant.size()); }
+  Kind kind;
+  int32_t start = -1, message = -1, eom = -1, eot = -1;  // muse_glimmer
+  int32_t think = -1, think_end = -1;                    // think_tags
+  std::vector<int32_t> assistant;  // the tokens of "assistant" after <|start|> (muse_glimmer)
+  // The tokens a forced close runs: <|eom|> <|start|> assistant, or "\n</think>\n\n".
+  std::vector<int32_t> close;
+  int64_t close_length() const { return static_cast<int64_t>(close.size()); }
   std::vector<std::string> pieces;  // every token's text (control tokens: empty)
 };
 
@@ -70,11 +77,11 @@ class ThinkingBudget {
       : ThinkingBudget(std::make_shared<const ThinkingVocab>(tok), budget, max_takeback) {}
   static bool supports(const text::Tokenizer& tok) { return ThinkingVocab::supports(tok); }
 
-  // Whether mask() would change anything now (a `self` header is being written after the
-  // budget is spent): callers copy the logits only then.
+  // Whether mask() would change anything now (a header is being written, or <think> may
+  // open, after the budget is spent): callers copy the logits only then.
   bool restricts() const { return spent_ && state_ == State::header; }
-  // Sets to −inf the logits of tokens the turn may not write next (a `self` header once
-  // thinking is over budget). `logits` has the vocabulary's size.
+  // Sets to −inf the logits of tokens the turn may not write next (a `self` header, or
+  // <think>, once thinking is over budget). `logits` has the vocabulary's size.
   void mask(std::span<float> logits) const;
 
   struct Step {
@@ -94,10 +101,14 @@ class ThinkingBudget {
   bool forced_close() const { return forced_; }       // the budget closed the thinking
 
  private:
+  // think_tags use header (before <think>), thinking and body.
   enum class State { header, thinking, body, after_eom, done };
   bool starts_word(int32_t token) const;
   bool self_header(const std::string& header) const;
   void release_through_boundary(Step& out);
+  // Over budget at `token`: the thinking closes at the last word boundary (close, force).
+  void close_thinking(bool new_word, Step& out);
+  Step push_tags(int32_t token);
 
   std::shared_ptr<const ThinkingVocab> vocab_;
   const std::string& piece(int32_t token) const { return vocab_->pieces[static_cast<size_t>(token)]; }

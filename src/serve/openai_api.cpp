@@ -355,7 +355,9 @@ std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* ha
   }
   if (has_tools) *has_tools = !tools.is_null();
   const std::string effort = reasoning_level(body, ctx);
-  const Json extra = {{"reasoning_strength", effort}, {"reasoning_effort", effort}};
+  Json extra = {{"reasoning_strength", effort}, {"reasoning_effort", effort}};
+  // `none` switches thinking off where the template can (Qwen3's enable_thinking).
+  if (body.contains("reasoning_effort") && body["reasoning_effort"] == "none") extra["enable_thinking"] = false;
   std::string rendered;
   try {
     rendered = ctx.chat->render(messages, true, tools, extra);
