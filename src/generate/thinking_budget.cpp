@@ -156,6 +156,18 @@ void ThinkingBudget::release_through_boundary(Step& out) {
   held_.clear();
 }
 
+bool ThinkingBudget::think(int32_t token, Step& out) {
+  const bool new_word = starts_word(token) || (!held_.empty() && is_space(piece(held_.back()).back()));
+  if (used_ < budget_) {
+    if (new_word) release_through_boundary(out);  // the word before is whole: it may go out
+    held_.push_back(token);
+    ++used_;
+    return false;
+  }
+  close_thinking(new_word, out);
+  return true;
+}
+
 void ThinkingBudget::close_thinking(bool new_word, Step& out) {
   out.close = true;
   forced_ = true;
@@ -196,15 +208,7 @@ ThinkingBudget::Step ThinkingBudget::push_tags(int32_t token) {
         state_ = State::body;
         return out;
       }
-      const bool new_word = starts_word(token) || (!held_.empty() && is_space(piece(held_.back()).back()));
-      if (used_ < budget_) {
-        if (new_word) release_through_boundary(out);
-        held_.push_back(token);
-        ++used_;
-        return out;
-      }
-      close_thinking(new_word, out);
-      state_ = State::body;
+      if (think(token, out)) state_ = State::body;
       return out;
     }
     case State::body:
@@ -237,16 +241,10 @@ ThinkingBudget::Step ThinkingBudget::push(int32_t token) {
         header_.clear();
         return out;
       }
-      const bool new_word = starts_word(token) || (!held_.empty() && is_space(piece(held_.back()).back()));
-      if (used_ < budget_) {
-        if (new_word) release_through_boundary(out);
-        held_.push_back(token);
-        ++used_;
-        return out;
+      if (think(token, out)) {
+        state_ = State::header;
+        header_ = "assistant";
       }
-      close_thinking(new_word, out);
-      state_ = State::header;
-      header_ = "assistant";
       return out;
     }
     case State::body:

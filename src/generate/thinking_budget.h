@@ -106,6 +106,9 @@ class ThinkingBudget {
   bool starts_word(int32_t token) const;
   bool self_header(const std::string& header) const;
   void release_through_boundary(Step& out);
+  // A thinking token: counted and held (released a whole word at a time) while under the
+  // budget; else the close. True when the budget closed the thinking.
+  bool think(int32_t token, Step& out);
   // Over budget at `token`: the thinking closes at the last word boundary (close, force).
   void close_thinking(bool new_word, Step& out);
   Step push_tags(int32_t token);

@@ -13,20 +13,11 @@
 #include "chat/llama3_output.h"
 #include "chat/tagged_output.h"
 #include "chat/value.h"
+#include "common/parsed_output_test.h"
 
 using namespace squeeze::chat;
 
 namespace {
-
-ParsedOutput expect(std::string reasoning, std::string content, std::vector<ToolCall> calls = {}) {
-  return ParsedOutput{std::move(reasoning), std::move(content), std::move(calls)};
-}
-
-std::string show(const ParsedOutput& o) {
-  std::string s = "reasoning=" + Json(o.reasoning).dump() + " content=" + Json(o.content).dump() + " calls=[";
-  for (const auto& c : o.tool_calls) s += c.name + c.arguments + ";";
-  return s + "]";
-}
 
 using MakeParser = std::function<std::unique_ptr<OutputParser>()>;
 

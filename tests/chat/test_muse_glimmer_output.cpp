@@ -7,11 +7,14 @@
 #include <random>
 
 #include "chat/muse_glimmer_output.h"
+#include "common/parsed_output_test.h"
 
+using squeeze::chat::expect;
 using squeeze::chat::Json;
 using squeeze::chat::MuseGlimmerOutputParser;
 using squeeze::chat::parse_muse_glimmer_output;
 using squeeze::chat::ParsedOutput;
+using squeeze::chat::show;
 using squeeze::chat::ToolCall;
 using squeeze::chat::ToolParams;
 
@@ -28,16 +31,6 @@ ToolParams tools() {
     {"type": "function", "function": {"name": "read", "parameters": {"type": "object",
       "properties": {"filePath": {"type": "string"}, "limit": {"type": "integer"}}}}}
   ])"));
-}
-
-ParsedOutput expect(std::string reasoning, std::string content, std::vector<ToolCall> calls = {}) {
-  return ParsedOutput{std::move(reasoning), std::move(content), std::move(calls)};
-}
-
-std::string show(const ParsedOutput& o) {
-  std::string s = "reasoning=" + Json(o.reasoning).dump() + " content=" + Json(o.content).dump() + " calls=[";
-  for (const auto& c : o.tool_calls) s += c.name + c.arguments + ";";
-  return s + "]";
 }
 
 struct Case {
