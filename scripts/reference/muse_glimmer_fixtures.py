@@ -21,7 +21,7 @@ import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, MuseGlimmerConfig,
                           MuseGlimmerForConditionalGeneration, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM,
-                          Qwen3Config, Qwen3ForCausalLM)
+                          Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 import dflash_fixture
 import vision_fixture
@@ -29,7 +29,7 @@ import muse_glimmer_numpy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 OUT = ROOT / "tests" / "fixtures" / "muse_glimmer"
-OUT_OTHERS = ROOT / "tests" / "fixtures" / "hf_tiny"  # llama, gemma3, qwen2, qwen3: convert's cross-checks
+OUT_OTHERS = ROOT / "tests" / "fixtures" / "hf_tiny"  # llama, gemma3, qwen2, qwen3, qwen3moe: convert's cross-checks
 
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|patch|>",
             "<|image_start|>", "<|image_end|>", "<|video|>", "<|mask|>"]
@@ -134,10 +134,12 @@ def run_reference(model, input_ids):
     return out.logits[0].float().numpy(), torch.stack(out.hidden_states)[:, 0].float().numpy()
 
 
-def save_case(d, model, input_ids, logits, hidden):
+def save_case(d, model, input_ids, logits, hidden, save_original_format=True):
     """The checkpoint (bf16: the values the reference ran on) and the recorded outputs,
-    then a reload of the folder that must reproduce them."""
-    model.to(torch.bfloat16).save_pretrained(d)
+    then a reload of the folder that must reproduce them. save_original_format=False keeps
+    transformers 5's in-memory names and layouts (for MoE: fused 3-D expert tensors) instead
+    of the per-expert layout that published checkpoints use and save_pretrained writes by default."""
+    model.to(torch.bfloat16).save_pretrained(d, save_original_format=save_original_format)
     np.save(d / "tokens.npy", input_ids[0].numpy().astype(np.int32))
     np.save(d / "logits.npy", logits.astype(np.float32))
     np.save(d / "hidden_states.npy", hidden.astype(np.float32))
@@ -186,8 +188,29 @@ def make_case(name, text):
                 reference_under_q8_noise=sensitivity, numpy_float64_vs_reference=independent)
 
 
+def moe_routing(model, input_ids):
+    """Per sparse layer: tokens per expert among the top-k picks, the number of distinct top-k sets
+    over the prompt, and the smallest gap between the k-th and (k+1)-th router probability (how far
+    every routing decision is from a tie). Recomputed here from the router logits as transformers
+    5.25 does it: softmax in float32 over all experts, then top-k (then ÷ their sum if norm_topk_prob)."""
+    cfg = model.config
+    with torch.no_grad():
+        out = model(input_ids=input_ids, output_router_logits=True)
+    sparse = [i for i, layer in enumerate(model.model.layers) if hasattr(layer.mlp, "experts")]
+    assert len(out.router_logits) == len(sparse), (len(out.router_logits), sparse)
+    rows = []
+    for i, r in zip(sparse, out.router_logits):
+        probs = torch.softmax(r.float(), dim=-1)
+        top = torch.topk(probs, cfg.num_experts_per_tok + 1, dim=-1)
+        picks = top.indices[:, :cfg.num_experts_per_tok]
+        rows.append(dict(layer=i, tokens_per_expert=torch.bincount(picks.reshape(-1), minlength=cfg.num_experts).tolist(),
+                         distinct_topk_sets=len({tuple(sorted(t)) for t in picks.tolist()}),
+                         min_topk_gap=float((top.values[:, -2] - top.values[:, -1]).min())))
+    return rows
+
+
 def make_other(name, model_cls, config_cls, text):
-    """A tiny llama / gemma3 / qwen checkpoint with the same tokenizer and the same recorded outputs."""
+    """A tiny llama / gemma3 / qwen / qwen3-moe checkpoint with the same tokenizer and the same recorded outputs."""
     d = OUT_OTHERS / name
     d.mkdir(parents=True, exist_ok=True)
     tok = make_tokenizer(text["vocab_size"])
@@ -213,7 +236,22 @@ def make_other(name, model_cls, config_cls, text):
     fast.save_pretrained(d)
     input_ids = fast(PROMPT, return_tensors="pt").input_ids
     logits, hidden = run_reference(model, input_ids)
-    save_case(d, model, input_ids, logits, hidden)
+    moe = None
+    if model_cls is Qwen3MoeForCausalLM:
+        moe = dict(experts=config.num_experts, top_k=config.num_experts_per_tok, ffn=config.moe_intermediate_size,
+                   norm_topk_prob=bool(config.norm_topk_prob), decoder_sparse_step=config.decoder_sparse_step,
+                   mlp_only_layers=list(config.mlp_only_layers),
+                   sparse_layers=[i for i, layer in enumerate(model.model.layers) if hasattr(layer.mlp, "experts")],
+                   expert_tensors="fused" if name in FUSED_EXPERTS else "per-expert",
+                   config_key="num_experts" if name in CONFIG_NUM_EXPERTS else "num_local_experts",
+                   routing=moe_routing(model, input_ids))
+        assert all(r["distinct_topk_sets"] > 1 for r in moe["routing"]), moe["routing"]
+    save_case(d, model, input_ids, logits, hidden, save_original_format=name not in FUSED_EXPERTS)
+    if name in CONFIG_NUM_EXPERTS:  # as published Qwen3-MoE checkpoints spell it (5.25 writes num_local_experts)
+        cfg = json.loads((d / "config.json").read_text())
+        cfg["num_experts"] = cfg.pop("num_local_experts")
+        (d / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+        check_saved(d, model_cls, input_ids, logits, hidden)
     return dict(case=name, arch=model_cls.__name__, tied=bool(config.tie_word_embeddings),
                 rope=dict(config.rope_parameters) if name != "gemma3" else None,
                 layers=config.num_hidden_layers, hidden=config.hidden_size,
@@ -223,7 +261,8 @@ def make_other(name, model_cls, config_cls, text):
                 window=getattr(config, "sliding_window", None) if name == "gemma3" else None,
                 globals=([i for i, t in enumerate(config.layer_types) if t == "full_attention"] if name == "gemma3"
                          else list(range(config.num_hidden_layers))),
-                tokens=int(input_ids.shape[1]), max_abs_logit=float(np.abs(logits).max()))
+                tokens=int(input_ids.shape[1]), max_abs_logit=float(np.abs(logits).max()),
+                **({"moe": moe} if moe else {}))
 
 
 OTHERS = {
@@ -258,7 +297,26 @@ OTHERS = {
                    dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=8, num_key_value_heads=2, head_dim=16,
                         intermediate_size=96, vocab_size=512, rms_norm_eps=1e-6, tie_word_embeddings=True,
                         rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+    # Qwen3-MoE: 6 experts (not a power of two), top-3 renormalised; layer 2 a dense MLP among sparse ones.
+    "qwen3moe": (Qwen3MoeForCausalLM, Qwen3MoeConfig,
+                 dict(num_hidden_layers=4, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                      intermediate_size=96, moe_intermediate_size=32, num_experts=6, num_experts_per_tok=3,
+                      norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[2], vocab_size=512,
+                      rms_norm_eps=1e-6, tie_word_embeddings=False,
+                      rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+    # Top-3 of 5 without renormalisation; decoder_sparse_step 2: only layer 1 sparse ((i + 1) % 2 == 0).
+    "qwen3moe-nonorm": (Qwen3MoeForCausalLM, Qwen3MoeConfig,
+                        dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                             head_dim=16, intermediate_size=96, moe_intermediate_size=32, num_experts=5,
+                             num_experts_per_tok=3, norm_topk_prob=False, decoder_sparse_step=2, mlp_only_layers=[],
+                             vocab_size=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                             rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
 }
+# MoE cases saved with transformers 5's fused expert tensors (experts.gate_up_proj [E, 2I, d],
+# experts.down_proj [E, d, I]) instead of the default per-expert experts.E.{gate,up,down}_proj.weight.
+FUSED_EXPERTS = {"qwen3moe-nonorm"}
+# MoE cases whose config.json says num_experts (as Qwen's checkpoints do) instead of 5.25's num_local_experts.
+CONFIG_NUM_EXPERTS = {"qwen3moe"}
 
 
 def main():
@@ -275,8 +333,12 @@ def main():
     versions = {"torch": torch.__version__, "transformers": transformers.__version__}
     if len(rows) == len(CASES):  # a partial run leaves the table of all cases as it was
         (OUT / "cases.json").write_text(json.dumps({"versions": versions, "cases": rows}, indent=1) + "\n")
-    if len(others) == len(OTHERS):
-        (OUT_OTHERS / "cases.json").write_text(json.dumps({"versions": versions, "cases": others}, indent=1) + "\n")
+    if others:  # a partial run replaces (or appends) only the rows of the cases it made
+        path = OUT_OTHERS / "cases.json"
+        old = json.loads(path.read_text())["cases"] if path.exists() and len(others) < len(OTHERS) else []
+        new = {r["case"]: r for r in others}
+        merged = [new.pop(r["case"], r) for r in old] + [new[n] for n in OTHERS if n in new]
+        path.write_text(json.dumps({"versions": versions, "cases": merged}, indent=1) + "\n")
     for r in rows:
         print(r)
 

@@ -91,10 +91,12 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
     tok = read_hf_tokenizer(ckpt.dir(), ckpt.config(), c.n_vocab);
   }
   for (const TensorPlan& t : plan.tensors) {
-    const safetensors::Tensor* src = t.hf_name.empty() ? nullptr : ckpt.find(t.hf_name);
-    if (src && src->dtype != Dtype::F32 && src->dtype != Dtype::F16 && src->dtype != Dtype::BF16)
-      fail(ckpt.dir(), ": tensor '", src->name, "' has dtype ", safetensors::dtype_name(src->dtype),
-           " (convert reads F32, F16 and BF16)");
+    for (const std::string& name : t.expert_sources.empty() ? std::vector<std::string>{t.hf_name} : t.expert_sources) {
+      const safetensors::Tensor* src = name.empty() ? nullptr : ckpt.find(name);
+      if (src && src->dtype != Dtype::F32 && src->dtype != Dtype::F16 && src->dtype != Dtype::BF16)
+        fail(ckpt.dir(), ": tensor '", src->name, "' has dtype ", safetensors::dtype_name(src->dtype),
+             " (convert reads F32, F16 and BF16)");
+    }
   }
   r.has_tokenizer = true;
   text::Tokenizer check(tok->data);  // refuses a vocabulary the runtime could not load, before writing
@@ -133,15 +135,15 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
 
   ThreadPool& pool = default_thread_pool();
   int64_t total = 0;
-  for (const TensorPlan& t : plan.tensors) total += t.dims[0] * (t.dims.size() > 1 ? t.dims[1] : 1);
+  for (const TensorPlan& t : plan.tensors) total += t.dims[0] * t.rows();
   std::optional<Progress> progress;
   if (o.progress) progress.emplace("convert", total);
 
   for (const TensorPlan& t : plan.tensors) {
-    const int64_t cols = t.dims[0], rows = t.dims.size() > 1 ? t.dims[1] : 1;
+    const int64_t cols = t.dims[0], rows = t.rows();
     GgmlType type = GgmlType::F32;  // norms and other vectors stay F32, as llama.cpp writes them
     if (!t.is_norm()) {
-      const model::TensorRole role{.name = t.gguf_name, .row_length = cols, .n_dims = 2,
+      const model::TensorRole role{.name = t.gguf_name, .row_length = cols, .n_dims = static_cast<int>(t.dims.size()),
                                    .layer = model::layer_of(t.gguf_name), .n_layer = c.n_layer,
                                    .tied_output = c.tied_output};
       const GgmlType want = model::preset_tensor_type(*preset, role);
@@ -150,8 +152,12 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
         r.fallbacks.push_back(t.gguf_name + ": " + std::string(gguf::ggml_type_info(want).name) + " → " +
                               std::string(gguf::ggml_type_info(type).name) + " (row " + std::to_string(cols) + ")");
     }
+    // Stacked experts: expert e's rows come from its own source tensor.
+    std::vector<const safetensors::Tensor*> sources;
+    for (const std::string& name : t.expert_sources) sources.push_back(ckpt.find(name));
+    const int64_t rows_per_source = sources.empty() ? rows : rows / static_cast<int64_t>(sources.size());
     const safetensors::Tensor* src = t.hf_name.empty() ? nullptr : ckpt.find(t.hf_name);
-    w.add_tensor({t.gguf_name, type, t.dims}, [&, src, cols, rows, type](const gguf::ByteSink& out) {
+    w.add_tensor({t.gguf_name, type, t.dims}, [&, sources, rows_per_source, src, cols, rows, type](const gguf::ByteSink& out) {
       const int64_t chunk = std::max<int64_t>(1, kChunkElements / cols);
       std::vector<float> x(static_cast<size_t>(std::min(chunk, rows) * cols));
       std::vector<uint8_t> bytes;
@@ -167,7 +173,11 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
             }
             continue;
           }
-          row_f32(*src, source_row(t, r0 + i), cols, row);
+          if (sources.empty()) {
+            row_f32(*src, source_row(t, r0 + i), cols, row);
+          } else {
+            row_f32(*sources[static_cast<size_t>((r0 + i) / rows_per_source)], (r0 + i) % rows_per_source, cols, row);
+          }
           if (t.shift != 0.0f)
             for (int64_t j = 0; j < cols; ++j) row[j] += t.shift;
         }

@@ -148,6 +148,12 @@ void check_activation(const HfConfig& h, const char* key, const std::string& wan
   if (act != want && act != alt) fail(h.where(), ": \"", key, "\" is '", act, "'; squeeze implements '", want, "'");
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (int64_t d : shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + s + "]";
+}
+
 struct Builder {
   ConvertPlan& plan;
   const safetensors::Checkpoint& ckpt;
@@ -162,15 +168,28 @@ struct Builder {
   TensorPlan& add(const std::string& gguf_name, std::vector<int64_t> dims, const std::string& hf) {
     const safetensors::Tensor& t = source(hf);
     std::vector<int64_t> want(dims.rbegin(), dims.rend());
-    if (t.shape != want) {
-      std::string got, need;
-      for (int64_t d : t.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
-      for (int64_t d : want) need += (need.empty() ? "" : ", ") + std::to_string(d);
-      fail(ckpt.dir(), ": tensor '", hf, "' has shape [", got, "], config.json implies [", need, "]");
-    }
+    if (t.shape != want)
+      fail(ckpt.dir(), ": tensor '", hf, "' has shape ", shape_text(t.shape), ", config.json implies ", shape_text(want));
     used.insert(hf);
     plan.tensors.push_back({.gguf_name = gguf_name, .dims = std::move(dims), .hf_name = hf});
     return plan.tensors.back();
+  }
+  // A stack of E experts {cols, rows, E} from one [rows, cols] tensor per expert; `pattern`
+  // holds {} where the expert id goes.
+  void add_experts(const std::string& gguf_name, const std::vector<int64_t>& dims, const std::string& pattern) {
+    const size_t at = pattern.find("{}");
+    TensorPlan t{.gguf_name = gguf_name, .dims = dims, .hf_name = {}};
+    for (int64_t e = 0; e < dims[2]; ++e) {
+      const std::string hf = pattern.substr(0, at) + std::to_string(e) + pattern.substr(at + 2);
+      const safetensors::Tensor& s = source(hf);
+      if (s.shape != std::vector<int64_t>{dims[1], dims[0]})
+        fail(ckpt.dir(), ": tensor '", hf, "' has shape ", shape_text(s.shape), ", config.json implies [", dims[1],
+             ", ", dims[0], "]");
+      used.insert(hf);
+      t.expert_sources.push_back(hf);
+    }
+    t.hf_name = t.expert_sources.front();
+    plan.tensors.push_back(std::move(t));
   }
   void synthesise(const std::string& gguf_name, int64_t n, float value) {
     plan.tensors.push_back({.gguf_name = gguf_name, .dims = {n}, .hf_name = {}, .fill = value});
@@ -186,6 +205,10 @@ struct HfSource {
   bool rope_rows = false;    // rows regrouped rotate-half → interleaved pairs (RoPE normal)
   float fill = 0.0f;         // a synthesised tensor's value
   bool computed = false;     // synthesised from the config (the RoPE divisors), not a constant
+  // Stacked experts: the fused checkpoint tensor is `name` ([E, rows, cols], transformers
+  // 5's in-memory layout, saved with save_original_format=False); the published layout has
+  // one tensor per expert, `per_expert` with {} for the expert id.
+  std::string per_expert = {};
 };
 
 // The checkpoint name of each tensor the architecture has, with the transformation
@@ -228,6 +251,12 @@ HfSource hf_source(const model::ModelConfig& c, model::TensorId id, float qk_sca
     case TensorId::output_norm: return {.name = "norm.weight", .shift = gemma ? 1.0f : 0.0f};
     case TensorId::output: return {.name = "lm_head.weight", .under_prefix = false};
     case TensorId::rope_freqs: return {.name = {}, .computed = true};  // HfModel::rope_freqs
+    // Qwen3-MoE: the router, and experts stacked in expert-id order (as llama.cpp's converter).
+    case TensorId::ffn_gate_inp: return {.name = "mlp.gate.weight"};
+    case TensorId::ffn_gate_exps: return {.name = {}, .per_expert = "mlp.experts.{}.gate_proj.weight"};
+    case TensorId::ffn_up_exps: return {.name = {}, .per_expert = "mlp.experts.{}.up_proj.weight"};
+    case TensorId::ffn_gate_up_exps: return {.name = "mlp.experts.gate_up_proj"};
+    case TensorId::ffn_down_exps: return {.name = "mlp.experts.down_proj", .per_expert = "mlp.experts.{}.down_proj.weight"};
     default: break;
   }
   fail("convert: tensor ", model::tensor_name(id), " of ", model::arch_name(c.arch), " has no checkpoint mapping");
@@ -246,12 +275,16 @@ void map_tensors(Builder& b, const std::string& prefix, float qk_scale) {
       b.plan.tensors.back().values = b.plan.rope_freqs;
       continue;
     }
-    if (src.name.empty()) {
+    if (src.name.empty() && src.per_expert.empty()) {
       b.synthesise(t.name, t.ne0, src.fill);
       continue;
     }
     std::string hf = src.under_prefix ? prefix : std::string();
     if (t.layer >= 0) hf += "layers." + std::to_string(t.layer) + ".";
+    if (!src.per_expert.empty() && (src.name.empty() || b.ckpt.find(hf + src.name) == nullptr)) {
+      b.add_experts(t.name, t.dims(), hf + src.per_expert);
+      continue;
+    }
     TensorPlan& p = b.add(t.name, t.dims(), hf + src.name);
     p.shift = src.shift;
     // Rows per head: the interleaving regroups each head's rows.
@@ -319,6 +352,34 @@ void plan_dense(const HfConfig& h, ConvertPlan& p, model::Arch arch, double defa
 void plan_llama(const HfConfig& h, ConvertPlan& p, float&) { plan_dense(h, p, model::Arch::llama, 1e-6); }
 void plan_qwen2(const HfConfig& h, ConvertPlan& p, float&) { plan_dense(h, p, model::Arch::qwen2, 1e-6); }
 void plan_qwen3(const HfConfig& h, ConvertPlan& p, float&) { plan_dense(h, p, model::Arch::qwen3, 1e-6); }
+
+// Qwen3-MoE: Qwen3's attention; a layer has experts unless it is in mlp_only_layers or
+// (i + 1) is not a multiple of decoder_sparse_step (transformers' Qwen3MoeDecoderLayer).
+void plan_qwen3moe(const HfConfig& h, ConvertPlan& p, float&) {
+  plan_dense(h, p, model::Arch::qwen3moe, 1e-6);
+  model::ModelConfig& c = p.config;
+  // Qwen's checkpoints say num_experts; transformers 5 writes its attribute, num_local_experts.
+  c.n_expert = h.find("num_experts") ? h.integer("num_experts") : h.integer("num_local_experts");
+  c.n_expert_used = h.integer("num_experts_per_tok");
+  c.n_ff_exp = h.integer("moe_intermediate_size");
+  c.expert_weights_norm = h.boolean_or("norm_topk_prob", false);  // transformers' default
+  const int64_t step = h.integer_or("decoder_sparse_step", 1);
+  if (step < 1) fail(h.where(), ": \"decoder_sparse_step\" must be at least 1");
+  std::vector<bool> dense_only(static_cast<size_t>(std::max<int64_t>(c.n_layer, 0)), false);
+  if (const nlohmann::json* mlp_only = h.find("mlp_only_layers")) {
+    if (!mlp_only->is_array()) fail(h.where(), ": \"mlp_only_layers\" must be an array of layer indices");
+    for (const nlohmann::json& v : *mlp_only) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.n_layer)
+        fail(h.where(), ": \"mlp_only_layers\" holds ", v.dump(), ", not a layer index below ", c.n_layer);
+      dense_only[static_cast<size_t>(v.get<int64_t>())] = true;
+    }
+  }
+  c.layer_kinds.assign(dense_only.size(), model::LayerKind{});
+  for (size_t i = 0; i < dense_only.size(); ++i)
+    if (!dense_only[i] && (static_cast<int64_t>(i) + 1) % step == 0) c.layer_kinds[i].ffn = model::Ffn::moe;
+  if (!c.has_layer_kind(model::Ffn::moe))
+    fail(h.where(), ": no layer has experts (mlp_only_layers and decoder_sparse_step leave none)");
+}
 
 void plan_gemma3(const HfConfig& h, ConvertPlan& p, float&) {
   model::ModelConfig& c = p.config;
@@ -396,6 +457,7 @@ constexpr HfClass kHfClasses[] = {
     {"LlamaForCausalLM", nullptr, "model.", plan_llama},
     {"Qwen2ForCausalLM", nullptr, "model.", plan_qwen2},
     {"Qwen3ForCausalLM", nullptr, "model.", plan_qwen3},
+    {"Qwen3MoeForCausalLM", nullptr, "model.", plan_qwen3moe},
     {"Gemma3ForCausalLM", nullptr, "model.", plan_gemma3},
     {"MuseGlimmerForConditionalGeneration", "text_config", "model.language_model.", plan_muse_glimmer},
 };
@@ -456,6 +518,14 @@ ConvertPlan plan_conversion(const safetensors::Checkpoint& ckpt) {
       fail(ckpt.dir(), ": config.json ties the output head to the embedding (tie_word_embeddings), but the checkpoint "
                        "has a different lm_head.weight");
   }
+  // Experts saved in transformers 5's fused layout keep their gate/up tensor fused
+  // (ffn_gate_up_exps, gate rows first, as llama.cpp reads it).
+  for (int64_t il = 0; il < p.config.n_layer; ++il)
+    if (p.config.layer_kind(il).ffn == model::Ffn::moe) {
+      p.config.fused_gate_up_exps =
+          ckpt.find(hf.tensor_prefix + "layers." + std::to_string(il) + ".mlp.experts.gate_up_proj") != nullptr;
+      break;
+    }
   Builder b{p, ckpt, {}};
   map_tensors(b, hf.tensor_prefix, hf.qk_scale);
   for (const auto& e : ckpt.tensors())

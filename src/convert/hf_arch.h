@@ -29,7 +29,11 @@ struct TensorPlan {
   float shift = 0.0f;          // added to every value (norm weights stored as 1 + w)
   float fill = 0.0f;           // the value of every element of a synthesised tensor
   std::vector<float> values = {};  // a synthesised tensor's elements, when they differ (Llama 3's RoPE divisors)
+  // A stack of experts from one source tensor per expert, in expert-id order (hf_name is
+  // the first); empty: hf_name holds every row (a fused [E, rows, cols] source included).
+  std::vector<std::string> expert_sources = {};
   bool is_norm() const { return dims.size() == 1; }
+  int64_t rows() const { return (dims.size() > 1 ? dims[1] : 1) * (dims.size() > 2 ? dims[2] : 1); }
 };
 
 struct ConvertPlan {

@@ -8,15 +8,16 @@ namespace squeeze::model {
 namespace {
 
 // Periods: glimmer [L L L G]; gemma3 llama.cpp's hard-coded [L×5 G]; muse-glimmer llama.cpp's
-// fallback (its converter always writes the per-layer array); llama, qwen2 and qwen3 all
+// fallback (its converter always writes the per-layer array); llama and the qwen family all
 // global (llama.cpp runs no sliding window for them; model-families.md §9.16).
-constexpr std::array<ArchInfo, 6> kArchs = {{
+constexpr std::array<ArchInfo, 7> kArchs = {{
     {Arch::glimmer, "glimmer", 4, WindowKey::optional},
     {Arch::llama, "llama", 0, WindowKey::none},
     {Arch::gemma3, "gemma3", 6, WindowKey::required},
     {Arch::muse_glimmer, "muse-glimmer", 4, WindowKey::required},
     {Arch::qwen2, "qwen2", 0, WindowKey::none},
     {Arch::qwen3, "qwen3", 0, WindowKey::none},
+    {Arch::qwen3moe, "qwen3moe", 0, WindowKey::none},
 }};
 
 }  // namespace

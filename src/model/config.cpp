@@ -31,9 +31,9 @@ void set_arch_defaults(ModelConfig& c, Arch arch) {
   c.nope_global = false;
   c.logit_scale = 1.0f;
   c.attn_bias = arch == Arch::qwen2;
-  if (arch == Arch::qwen2 || arch == Arch::qwen3) {
+  if (arch == Arch::qwen2 || arch == Arch::qwen3 || arch == Arch::qwen3moe) {
     c.rope_type = RopeType::neox;
-    c.qk_norm = arch == Arch::qwen3;
+    c.qk_norm = arch != Arch::qwen2;
     return;
   }
   if (arch == Arch::muse_glimmer) {
@@ -207,7 +207,7 @@ ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n
 std::vector<std::string> builtin_config_names() {
   return {"glimmer-30b",  "glimmer-1b",  "glimmer-tiny", "llama-1b",         "kjv-teacher",      "glimmer-kjv",
           "smollm2-135m", "gemma3-270m", "gemma3-tiny",  "muse-glimmer-30b", "muse-glimmer-tiny",
-          "llama3.2-1b",  "qwen3-4b"};
+          "llama3.2-1b",  "qwen3-4b",    "qwen3-30b-a3b", "qwen3moe-tiny"};
 }
 
 ModelConfig builtin_config(std::string_view name) {
@@ -292,6 +292,31 @@ ModelConfig builtin_config(std::string_view name) {
     c.rope_base_global = c.rope_base_local = 1000000.0f;
     c.is_local = all_global_pattern(c.n_layer);
     c.tied_output = true;
+    return c;
+  }
+  if (name == "qwen3-30b-a3b" || name == "qwen3moe-tiny") {
+    // qwen3-30b-a3b: Qwen3-30B-A3B (model-families.md §1): 48 layers, 2048 wide, 32/4 heads
+    // of 128, every layer 128 experts of FFN 768 with 8 routed per token, gates
+    // renormalised, vocabulary 151936, RoPE base 1e6, untied. qwen3moe-tiny: the same options
+    // at test size, with 6 experts (not a power of two), 3 per token and a dense layer (2).
+    const bool tiny = name == "qwen3moe-tiny";
+    ModelConfig c;
+    c.name = std::string(name);
+    if (tiny) {
+      c.n_layer = 4, c.n_embd = 64, c.n_head = 4, c.n_head_kv = 2, c.head_dim = 16;
+      c.n_ff = 96, c.n_vocab = 512, c.n_ctx = 512;
+      c.n_expert = 6, c.n_expert_used = 3, c.n_ff_exp = 32;
+    } else {
+      c.n_layer = 48, c.n_embd = 2048, c.n_head = 32, c.n_head_kv = 4, c.head_dim = 128;
+      c.n_ff = 6144, c.n_vocab = 151936, c.n_ctx = 40960;
+      c.n_expert = 128, c.n_expert_used = 8, c.n_ff_exp = 768;
+    }
+    set_arch_defaults(c, Arch::qwen3moe);
+    c.rms_eps = 1e-6f;
+    c.rope_base_global = c.rope_base_local = 1000000.0f;
+    c.is_local = all_global_pattern(c.n_layer);
+    c.layer_kinds.assign(static_cast<size_t>(c.n_layer), LayerKind{.ffn = Ffn::moe});
+    if (tiny) c.layer_kinds[2].ffn = Ffn::dense;
     return c;
   }
   if (name == "gemma3-270m" || name == "gemma3-tiny") {

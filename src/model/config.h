@@ -96,6 +96,9 @@ struct ModelConfig {
   int64_t n_expert_used = 0;           // experts each token is routed to
   int64_t n_ff_exp = 0;                // an expert's intermediate size
   int64_t n_ff_shexp = 0;              // the shared expert's intermediate size; 0 = none
+  // The selected experts' gates divided by their sum (Qwen3-MoE's norm_topk_prob; GGUF
+  // `{arch}.expert_weights_norm`, absent = true, as llama.cpp always renormalises qwen3moe).
+  bool expert_weights_norm = true;
   bool fused_gate_up_exps = false;     // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
   int64_t ssm_conv_kernel = 0;         // Gated DeltaNet: short causal conv taps
   int64_t ssm_state_size = 0;          //   d_k = d_v
@@ -132,6 +135,8 @@ struct ModelConfig {
 //           llama.cpp), tied head, local RoPE base 10000, global 1e6, pattern of 6;
 //   qwen2: llama's options with RoPE NeoX and Q/K/V biases;
 //   qwen3: llama's options with RoPE NeoX and QK-norm;
+//   qwen3moe: qwen3's (its layer kinds, dense or experts, are the caller's: GGUF files say it
+//           by which layers hold a router);
 //   muse-glimmer: pre+post norms (post eps 1e-8), QK-norm (the Q scale lives in the q-norm
 //           weights), SwiGLU, RoPE normal on local layers only (NoPE global), embedding
 //           RMSNorm, sigmoid attention output gate, untied head, soft-cap 20, logit scale

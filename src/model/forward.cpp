@@ -17,6 +17,8 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/ops.h"
 #include "model/forward.h"
+#include "mok/grouping.h"
+#include "mok/router.h"
 #include "quant/matmul.h"
 #include "quant/traits.h"
 
@@ -107,12 +109,22 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int64_t max_rows) : max_row
   v.resize(sz(c.kv_dim()));
   gate.resize(sz(c.n_ff));
   up.resize(sz(c.n_ff));
+  if (c.has_layer_kind(Ffn::moe)) {
+    moe_logits.resize(sz(c.n_expert));
+    moe_gates.resize(sz(c.n_expert_used));
+    moe_experts.resize(sz(c.n_expert_used));
+    moe_order.resize(static_cast<size_t>(c.n_expert));
+    moe_x.resize(sz(c.n_embd));
+    moe_gate.resize(sz(c.n_ff_exp));
+    moe_up.resize(sz(c.n_ff_exp));
+    moe_out.resize(sz(c.n_embd));
+  }
 }
 
 const char* step_op_name(StepOp op) {
-  static constexpr const char* kNames[kStepOps] = {"embed",     "norms",    "q/k/v proj", "rope",
-                                                   "attention", "out proj", "ffn gate/up", "ffn act",
-                                                   "ffn down",  "residual", "output head"};
+  static constexpr const char* kNames[kStepOps] = {"embed",       "norms",      "q/k/v proj", "rope",
+                                                   "attention",   "out proj",   "ffn gate/up", "ffn act",
+                                                   "ffn down",    "moe router", "residual",    "output head"};
   return kNames[static_cast<size_t>(op)];
 }
 
@@ -122,7 +134,7 @@ std::string forward_support_error(const ModelConfig& c) {
     if (has) missing += (missing.empty() ? "" : ", ") + std::string(what);
   };
   lacks(c.has_layer_kind(Mixer::linear_attention), "linear-attention layers");
-  lacks(c.has_layer_kind(Ffn::moe), "expert (MoE) layers");
+  lacks(c.n_ff_shexp > 0, "a shared expert");
   lacks(c.attn_output_bias, "an attention output bias");
   lacks(c.fused_qkv, "a fused Q/K/V tensor");
   lacks(c.attn_sinks, "attention sinks");
@@ -265,6 +277,48 @@ class StepRunner {
     add_sublayer_output(il, L.post_ffn_norm, "ffn_post_norm", "ffn_residual");
   }
 
+  // x += post_norm?(Σ_k gate_k · expert_k(x)): the router picks each row's experts (MoK's
+  // selection, mok/router.h), the rows are grouped by expert (mok/grouping.h), each expert
+  // runs its gate/up GEMM, SwiGLU and down GEMM on its rows straight from the mapped file
+  // (only the routed experts' bytes are read), and every row's outputs are summed experts
+  // ascending — MoK's combine order — so a row's result is the same whatever shares its step.
+  void moe_block(int64_t il) {
+    const LayerWeights& L = w_.layers[static_cast<size_t>(il)];
+    const int64_t E = c_.n_embd, I = c_.n_ff_exp;
+    const int X = static_cast<int>(c_.n_expert), K = static_cast<int>(c_.n_expert_used);
+    const float* in = sublayer_input(il, L.ffn_norm, "ffn_norm");
+    float* logits = scratch_.moe_logits.data();
+    linear(pool_, L.router, in, n_, logits, invariant_);  // logits[n, X]
+    dump_layer(il, "ffn_moe_logits", logits, n_, X);
+    const mok::ExpertSelection sel{
+        .n_experts = X, .top_k = K, .scoring = mok::Scoring::Softmax, .normalize = c_.expert_weights_norm};
+    int32_t* experts = scratch_.moe_experts.data();
+    float* gates = scratch_.moe_gates.data();
+    for (int64_t i = 0; i < n_; ++i)
+      mok::select_experts(sel, logits + i * X, scratch_.moe_order.data(), experts + i * K, gates + i * K);
+    const mok::ExpertGrouping groups = mok::group_by_expert({experts, static_cast<size_t>(n_ * K)}, X);
+    mark(StepOp::moe_route);
+    float *xe = scratch_.moe_x.data(), *ge = scratch_.moe_gate.data(), *ue = scratch_.moe_up.data();
+    float *ye = scratch_.moe_out.data(), *proj = scratch_.proj.data();
+    std::fill_n(proj, n_ * E, 0.0f);
+    for (int e = 0; e < X; ++e) {
+      const int64_t m = groups.count[static_cast<size_t>(e)];
+      if (m == 0) continue;
+      const int32_t* slots = groups.slots.data() + groups.begin[static_cast<size_t>(e)];
+      for (int64_t j = 0; j < m; ++j) std::copy_n(in + (slots[j] / K) * E, E, xe + j * E);  // xe[m, E]
+      const ExpertFfn f = expert_ffn(L, e);
+      linear_many(pool_, {{&f.gate, ge}, {&f.up, ue}}, xe, m, invariant_);  // ge[m, I], ue[m, I]
+      mark(StepOp::ffn_up);
+      ops().swiglu(ge, ue, ge, m * I);
+      mark(StepOp::ffn_act);
+      linear(pool_, f.down, ge, m, ye, invariant_);  // ye[m, E]
+      for (int64_t j = 0; j < m; ++j) ops().axpy(gates[slots[j]], ye + j * E, proj + (slots[j] / K) * E, E);
+      mark(StepOp::ffn_down);
+    }
+    dump_layer(il, "ffn_moe_out", proj, n_, E);
+    add_sublayer_output(il, L.post_ffn_norm, "ffn_post_norm", "ffn_residual");
+  }
+
   // The residual stream after layer il, for a drafter that taps it (ForwardOptions::taps).
   void tap(int64_t il) {
     if (options_.taps) {
@@ -306,6 +360,25 @@ class StepRunner {
 
  private:
   using Clock = std::chrono::steady_clock;
+
+  // Expert e's three matrices: views into the layer's stacks (gate and up the two halves
+  // of a fused gate/up expert).
+  struct ExpertFfn {
+    quant::QMatrix gate, up, down;
+  };
+  ExpertFfn expert_ffn(const LayerWeights& L, int e) const {
+    ExpertFfn f;
+    f.down = L.down_exps.expert(e);
+    if (c_.fused_gate_up_exps) {
+      f.gate = f.up = L.gate_up_exps.expert(e);
+      f.gate.rows = f.up.rows = c_.n_ff_exp;
+      f.up.data = static_cast<const uint8_t*>(f.up.data) + c_.n_ff_exp * quant::row_bytes(f.up.type, f.up.cols);
+    } else {
+      f.gate = L.gate_exps.expert(e);
+      f.up = L.up_exps.expert(e);
+    }
+    return f;
+  }
 
   // A sublayer reads h = RMSNorm(x) with a pre-norm; without one, the residual stream itself.
   const float* sublayer_input(int64_t il, const std::vector<float>& norm, const char* name) {
@@ -371,7 +444,11 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
   step.embed();
   for (int64_t il = 0; il < model.config().n_layer; ++il) {
     step.attention_block(il);
-    step.ffn_block(il);
+    if (model.config().layer_kind(il).ffn == Ffn::moe) {
+      step.moe_block(il);
+    } else {
+      step.ffn_block(il);
+    }
     step.tap(il);
   }
   step.output_head(logits_out);

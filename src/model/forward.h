@@ -36,7 +36,9 @@ struct SequenceChunk {
 
 // Wall time of forward steps by kind of work (squeeze bench --profile): two clock reads
 // around each op of each layer, only when a profile is attached.
-enum class StepOp { embed, norm, qkv, rope, attention, out_proj, ffn_up, ffn_act, ffn_down, residual, head, count };
+enum class StepOp {
+  embed, norm, qkv, rope, attention, out_proj, ffn_up, ffn_act, ffn_down, moe_route, residual, head, count
+};
 inline constexpr size_t kStepOps = static_cast<size_t>(StepOp::count);
 const char* step_op_name(StepOp op);
 
@@ -73,6 +75,10 @@ class ForwardScratch {
   friend class StepRunner;
   int64_t max_rows_;
   std::vector<float> x, h, q, k, v, attn, attn_gate, proj, gate, up;
+  // Expert layers: router logits [rows, n_expert], the selection [rows, n_expert_used], and
+  // one expert's gathered rows (x, gate, up, out) — an expert gets at most every row once.
+  std::vector<float> moe_logits, moe_gates, moe_x, moe_gate, moe_up, moe_out;
+  std::vector<int32_t> moe_experts, moe_order;
 };
 
 // Empty when forward_step runs every layer kind and option of `c`; otherwise the list of

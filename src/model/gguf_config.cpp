@@ -23,13 +23,43 @@ int64_t positive(const gguf::Metadata& m, const std::string& k, int64_t v) {
   return v;
 }
 
-// Whether a config uses only the layouts the current architectures' keys describe (the
-// next families add keys for layer kinds, experts, biases, fused tensors and sinks).
-bool forward_layout_is_default(const ModelConfig& c) {
-  const bool plain_layers =
-      std::all_of(c.layer_kinds.begin(), c.layer_kinds.end(), [](const LayerKind& k) { return k == LayerKind{}; });
-  return plain_layers && !c.attn_output_bias && !c.fused_qkv && !c.attn_sinks && c.n_expert == 0 &&
-         c.n_ff_shexp == 0 && !c.fused_gate_up_exps;
+// Whether a config uses only the layouts its architecture's keys describe: attention
+// layers, dense FFNs — or, for qwen3moe, expert FFNs (separate or fused gate/up) — and none
+// of the biases, fused Q/K/V, sinks or shared experts the later families add keys for.
+bool layout_has_keys(const ModelConfig& c) {
+  const bool experts = c.arch == Arch::qwen3moe;
+  const bool kinds_ok = std::all_of(c.layer_kinds.begin(), c.layer_kinds.end(), [&](const LayerKind& k) {
+    return k.mixer == Mixer::attention && (k.ffn == Ffn::dense || experts);
+  });
+  return kinds_ok && !c.attn_output_bias && !c.fused_qkv && !c.attn_sinks && c.n_ff_shexp == 0 &&
+         (experts || (c.n_expert == 0 && !c.fused_gate_up_exps));
+}
+
+// Qwen3-MoE's experts: count, top-k, expert FFN size and whether the gates are
+// renormalised. A layer is an expert layer when it holds a router (ffn_gate_inp): llama.cpp's
+// qwen3moe has no key for dense layers among expert ones (Hugging Face's mlp_only_layers,
+// decoder_sparse_step), so squeeze's files say it by the tensors, and the shape check then
+// finds every tensor each kind of layer needs. Fused gate/up experts likewise by the tensor.
+void read_experts(const gguf::File& file, std::string_view a, ModelConfig& c) {
+  const gguf::Metadata& m = file.metadata();
+  const std::string count_key = key(a, "expert_count"), used_key = key(a, "expert_used_count");
+  c.n_expert = positive(m, count_key, m.get_i64(count_key));
+  if (c.n_expert > 4096) m.fail_key(count_key, "is implausibly large (" + std::to_string(c.n_expert) + ")");
+  c.n_expert_used = positive(m, used_key, m.get_i64(used_key));
+  if (c.n_expert_used > c.n_expert)
+    m.fail_key(used_key, "(" + std::to_string(c.n_expert_used) + ") exceeds " + count_key + " (" +
+                             std::to_string(c.n_expert) + ")");
+  const std::string ff_key = key(a, "expert_feed_forward_length");
+  c.n_ff_exp = positive(m, ff_key, m.get_i64(ff_key));
+  c.expert_weights_norm = m.get_bool_or(key(a, "expert_weights_norm"), true);
+  c.layer_kinds.assign(static_cast<size_t>(c.n_layer), LayerKind{});
+  bool first = true;
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    if (file.find_tensor(tensor_name(TensorId::ffn_gate_inp, il)) == nullptr) continue;
+    c.layer_kinds[static_cast<size_t>(il)].ffn = Ffn::moe;
+    if (first) c.fused_gate_up_exps = file.find_tensor(tensor_name(TensorId::ffn_gate_up_exps, il)) != nullptr;
+    first = false;
+  }
 }
 
 // RoPE scaling as llama.cpp reads it: `rope.scaling.factor` (or the older
@@ -87,6 +117,7 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   // The architecture's options and defaults (RoPE type, norms, activation, scales) follow
   // from general.architecture alone, as in llama.cpp; keys below refine them.
   set_arch_defaults(c, A);
+  if (A == Arch::qwen3moe) read_experts(file, a, c);
   c.rms_eps = m.get_f32_or(key(a, "attention.layer_norm_rms_epsilon"), 1e-5f);
   c.rope_base_global = m.get_f32_or(key(a, "rope.freq_base"), c.rope_base_global);
   // muse-glimmer's local layers use the one base unless the file gives them their own (llama.cpp).
@@ -187,8 +218,9 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
             c.name, ": norm placement, QK-norm, activation, embedding scale and norm, attention gate, post-norm eps, ",
             "NoPE layers and RoPE type must be arch ", a, "'s to be stored in GGUF");
   SQZ_CHECK(c.attn_bias == d.attn_bias, c.name, ": Q/K/V biases must be arch ", a, "'s to be stored in GGUF");
-  SQZ_CHECK(forward_layout_is_default(c), c.name,
+  SQZ_CHECK(layout_has_keys(c), c.name,
             ": layer kinds, experts, output biases, fused tensors and sinks have no GGUF keys for arch ", a, " yet");
+  SQZ_CHECK(A != Arch::qwen3moe || c.has_layer_kind(Ffn::moe), c.name, ": a qwen3moe model needs expert layers");
   SQZ_CHECK(A == Arch::muse_glimmer || c.logit_scale == 1.0f, c.name,
             ": a logit scale needs the muse-glimmer architecture");
   SQZ_CHECK(A != Arch::muse_glimmer || !c.tied_output, c.name, ": muse-glimmer has an untied output head");
@@ -209,6 +241,12 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
     m.set(key(a, "rope.scaling.factor"), Value::f32(1.0f / c.rope_freq_scale));
   }
   m.set(key(a, "vocab_size"), Value::u32(static_cast<uint32_t>(c.n_vocab)));
+  if (A == Arch::qwen3moe) {  // which layers have experts, the tensors say (read_experts)
+    m.set(key(a, "expert_count"), Value::u32(static_cast<uint32_t>(c.n_expert)));
+    m.set(key(a, "expert_used_count"), Value::u32(static_cast<uint32_t>(c.n_expert_used)));
+    m.set(key(a, "expert_feed_forward_length"), Value::u32(static_cast<uint32_t>(c.n_ff_exp)));
+    m.set(key(a, "expert_weights_norm"), Value::boolean(c.expert_weights_norm));
+  }
   if (c.attn_scale != d.attn_scale) m.set(key(a, "attention.scale"), Value::f32(c.effective_attn_scale()));
   if (c.final_logit_softcap > 0) m.set(key(a, "final_logit_softcapping"), Value::f32(c.final_logit_softcap));
   auto bool_pattern = [&] {

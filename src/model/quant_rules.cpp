@@ -86,10 +86,13 @@ bool is_output_head(const TensorRole& t) {
 }
 
 GgmlType preset_tensor_type(const QuantPreset& p, const TensorRole& t) {
-  if (t.n_dims < 2 || t.name.find("_norm") != std::string_view::npos) return GgmlType::F32;
+  // Routers stay F32 as llama.cpp keeps them: a few KB per layer that pick every expert.
+  if (t.n_dims < 2 || t.name.find("_norm") != std::string_view::npos || t.name.ends_with(".ffn_gate_inp.weight"))
+    return GgmlType::F32;
   if (is_output_head(t)) return p.output;
   if (p.more_bits_rule && t.layer >= 0 && more_bits_layer(t.layer, t.n_layer) &&
-      (t.name.ends_with(".attn_v.weight") || t.name.ends_with(".ffn_down.weight")))
+      (t.name.ends_with(".attn_v.weight") || t.name.ends_with(".ffn_down.weight") ||
+       t.name.ends_with(".ffn_down_exps.weight")))
     return GgmlType::Q6_K;
   return p.base;
 }

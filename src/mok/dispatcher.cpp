@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
+#include "mok/grouping.h"
 #include "mok/payload.h"
 
 namespace squeeze::mok {
@@ -108,15 +109,12 @@ void Dispatcher::prepare_home(DispatchHandle& h, const Routing& r) const {
   h.K = r.K;
   h.expert = r.expert;
   h.gate = r.gate;
-  const int64_t buckets = int64_t(R_) * EL_;
-  h.send_count.assign(size_t(buckets), 0);
   // Global expert id e = d*EL + local: bucket index equals the expert id.
-  for (int32_t e : r.expert) ++h.send_count[size_t(e)];
-  h.send_begin.assign(size_t(buckets + 1), 0);
-  for (int64_t b = 0; b < buckets; ++b) h.send_begin[size_t(b + 1)] = h.send_begin[size_t(b)] + h.send_count[size_t(b)];
-  h.send_rows.assign(r.expert.size(), 0);
-  std::vector<int64_t> cursor(h.send_begin.begin(), h.send_begin.end() - 1);
-  for (size_t i = 0; i < r.expert.size(); ++i) h.send_rows[size_t(cursor[size_t(r.expert[i])]++)] = int32_t(i);
+  const int64_t buckets = int64_t(R_) * EL_;
+  ExpertGrouping g = group_by_expert(r.expert, int(buckets));
+  h.send_count = std::move(g.count);
+  h.send_begin = std::move(g.begin);
+  h.send_rows = std::move(g.slots);
   h.dest_seg.assign(size_t(buckets), -1);
 }
 

@@ -26,12 +26,34 @@ void Routing::validate(const MoeConfig& cfg) const {
   }
 }
 
+void select_experts(const ExpertSelection& sel, float* s, int32_t* order, int32_t* expert, float* gate) {
+  const int E = sel.n_experts, K = sel.top_k;
+  if (sel.scoring == Scoring::Softmax) {
+    const float m = *std::max_element(s, s + E);
+    float sum = 0;
+    for (int e = 0; e < E; ++e) sum += (s[e] = std::exp(s[e] - m));
+    for (int e = 0; e < E; ++e) s[e] /= sum;
+  } else {
+    for (int e = 0; e < E; ++e) s[e] = 1.0f / (1.0f + std::exp(-s[e]));
+  }
+  std::iota(order, order + E, 0);
+  std::partial_sort(order, order + K, order + E,
+                    [&](int32_t a, int32_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
+  float total = 0;
+  for (int k = 0; k < K; ++k) total += s[order[k]];
+  for (int k = 0; k < K; ++k) {
+    expert[k] = order[k];
+    gate[k] = sel.normalize ? s[order[k]] / total : s[order[k]];
+  }
+}
+
 Routing route(const MoeConfig& cfg, const MoeWeights& w, const float* x, int64_t tokens, RouterCache* cache) {
   const int E = cfg.E(), K = cfg.K();
   const int64_t H = cfg.H();
   Routing r{tokens, K, std::vector<int32_t>(size_t(tokens * K)), std::vector<float>(size_t(tokens * K))};
   std::vector<float> scores(size_t(tokens * E));
   std::vector<int32_t> order(static_cast<size_t>(E));
+  const ExpertSelection sel{.n_experts = E, .top_k = K, .scoring = cfg.shape().scoring, .normalize = true};
   for (int64_t t = 0; t < tokens; ++t) {
     float* s = &scores[size_t(t * E)];
     for (int e = 0; e < E; ++e) {
@@ -40,23 +62,7 @@ Routing route(const MoeConfig& cfg, const MoeWeights& w, const float* x, int64_t
       for (int64_t h = 0; h < H; ++h) acc += we[h] * x[t * H + h];
       s[e] = acc;
     }
-    if (cfg.shape().scoring == Scoring::Softmax) {
-      const float m = *std::max_element(s, s + E);
-      float sum = 0;
-      for (int e = 0; e < E; ++e) sum += (s[e] = std::exp(s[e] - m));
-      for (int e = 0; e < E; ++e) s[e] /= sum;
-    } else {
-      for (int e = 0; e < E; ++e) s[e] = 1.0f / (1.0f + std::exp(-s[e]));
-    }
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + K, order.end(),
-                      [&](int32_t a, int32_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
-    float sel = 0;
-    for (int k = 0; k < K; ++k) sel += s[order[size_t(k)]];
-    for (int k = 0; k < K; ++k) {
-      r.expert[size_t(t * K + k)] = order[size_t(k)];
-      r.gate[size_t(t * K + k)] = s[order[size_t(k)]] / sel;
-    }
+    select_experts(sel, s, order.data(), &r.expert[size_t(t * K)], &r.gate[size_t(t * K)]);
   }
   if (cache) cache->scores = std::move(scores);
   return r;

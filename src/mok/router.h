@@ -26,7 +26,22 @@ struct RouterCache {
   std::vector<float> scores;
 };
 
-// x [tokens, H] -> Routing. Ties in the top-k go to the lower expert id.
+// How one token's router logits become its experts and gates — the selection MoK's layer
+// and the models' expert FFNs (model/forward.cpp) share: scores in f32 (a softmax over all
+// E experts, or a sigmoid each), the K highest scores (ties to the lower expert id), in
+// descending order, and their scores as gates, divided by their sum when `normalize`.
+// (gpt-oss's order, top-k of the logits then a softmax over the k, gives the same values.)
+struct ExpertSelection {
+  int n_experts = 0;  // E
+  int top_k = 0;      // K <= E
+  Scoring scoring = Scoring::Softmax;
+  bool normalize = true;
+};
+// logits [E] become the scores in place; expert [K] and gate [K] receive the selection.
+// order is scratch of E entries.
+void select_experts(const ExpertSelection& s, float* logits, int32_t* order, int32_t* expert, float* gate);
+
+// x [tokens, H] -> Routing (select_experts with the gates normalised).
 Routing route(const MoeConfig& cfg, const MoeWeights& w, const float* x, int64_t tokens, RouterCache* cache);
 
 // dgate [tokens, K] (dL/dgate) -> accumulates dx [tokens, H], grads.router, grads.router_bias.

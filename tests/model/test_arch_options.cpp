@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -120,6 +121,43 @@ void rope(double* x, int64_t D, int64_t pos, double base, bool neox, double scal
   }
 }
 
+// Expert e's [rows, cols] matrix of a stack, rows [first, first + rows) of it.
+Vec expert_rows(const ExpertStack& s, int64_t e, int64_t first, int64_t rows) {
+  const Vec all = rows_of(s.expert(e));
+  const int64_t cols = s.all.cols;
+  return Vec(all.begin() + first * cols, all.begin() + (first + rows) * cols);
+}
+
+// Qwen3-MoE's expert FFN (transformers' Qwen3MoeSparseMoeBlock): softmax over every
+// expert, the top k (ties to the lower id), their probabilities renormalised when the
+// config says so, Σ_k p_k · down_k(silu(gate_k h) ⊙ up_k h).
+Vec reference_moe(const ModelConfig& c, const LayerWeights& L, const Vec& h) {
+  const int64_t E = c.n_embd, X = c.n_expert, I = c.n_ff_exp;
+  Vec p = matvec(rows_of(L.router), h, X, E);
+  const double mx = *std::max_element(p.begin(), p.end());
+  double sum = 0;
+  for (double& v : p) sum += (v = std::exp(v - mx));
+  for (double& v : p) v /= sum;
+  std::vector<int64_t> order(static_cast<size_t>(X));
+  for (int64_t e = 0; e < X; ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+  double chosen = 0;
+  for (int64_t k = 0; k < c.n_expert_used; ++k) chosen += p[order[k]];
+  Vec y(static_cast<size_t>(E), 0.0);
+  for (int64_t k = 0; k < c.n_expert_used; ++k) {
+    const int64_t e = order[k];
+    const double weight = c.expert_weights_norm ? p[e] / chosen : p[e];
+    const Vec Wg = c.fused_gate_up_exps ? expert_rows(L.gate_up_exps, e, 0, I) : rows_of(L.gate_exps.expert(e));
+    const Vec Wu = c.fused_gate_up_exps ? expert_rows(L.gate_up_exps, e, I, I) : rows_of(L.up_exps.expert(e));
+    Vec g = matvec(Wg, h, I, E);
+    const Vec u = matvec(Wu, h, I, E);
+    for (int64_t i = 0; i < I; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+    const Vec d = matvec(rows_of(L.down_exps.expert(e)), g, E, I);
+    for (int64_t j = 0; j < E; ++j) y[j] += weight * d[j];
+  }
+  return y;
+}
+
 std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& tokens) {
   const ModelConfig& c = m.config();
   const Weights& w = m.weights();
@@ -143,7 +181,9 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
     const bool local = c.is_local[il];
     const double base = local ? c.rope_base_local : c.rope_base_global;
     const Vec Wq = rows_of(L.wq), Wk = rows_of(L.wk), Wv = rows_of(L.wv), Wo = rows_of(L.wo);
-    const Vec Wg = rows_of(L.w_gate), Wu = rows_of(L.w_up), Wd = rows_of(L.w_down);
+    const bool experts = c.layer_kind(il).ffn == Ffn::moe;
+    const Vec Wg = experts ? Vec() : rows_of(L.w_gate), Wu = experts ? Vec() : rows_of(L.w_up);
+    const Vec Wd = experts ? Vec() : rows_of(L.w_down);
     const Vec Wgate = muse ? rows_of(L.attn_gate) : Vec();
     const bool positional = !(muse && !local);  // Muse Glimmer's global layers are NoPE
     std::vector<Vec> q(n), k(n), v(n), gate(n);
@@ -191,6 +231,11 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
       for (int64_t e = 0; e < E; ++e) x[t][e] += o[e];
       Vec h = x[t];
       rmsnorm(h.data(), L.ffn_norm, E, c.rms_eps);
+      if (experts) {
+        const Vec y = reference_moe(c, L, h);
+        for (int64_t e = 0; e < E; ++e) x[t][e] += y[e];
+        continue;
+      }
       Vec g = matvec(Wg, h, c.n_ff, E), u = matvec(Wu, h, c.n_ff, E);
       for (int64_t i = 0; i < c.n_ff; ++i) {
         const double a = g[i];
@@ -379,6 +424,64 @@ TEST(ArchOptions, QwenAndScaledLlamaForwardMatchFloat64Reference) {
     EXPECT_EQ(back.rope_freq_scale, c.rope_freq_scale) << name;
     EXPECT_EQ(back.rope_freq_factors, c.rope_freq_factors) << name;
     expect_matches_reference(path, 1e-4);
+  }
+}
+
+// Qwen3-MoE: experts with gates renormalised or not, split or fused gate/up, a dense layer
+// among expert layers (qwen3moe-tiny: 6 experts, 3 per token, layer 2 dense) — the file's
+// keys and tensors say it all.
+TEST(ArchOptions, QwenMoeForwardMatchesFloat64Reference) {
+  ModelConfig norm = builtin_config("qwen3moe-tiny");
+  ModelConfig plain = norm, fused = norm;
+  plain.expert_weights_norm = false;
+  fused.fused_gate_up_exps = true;
+  fused.n_expert = 5;
+  for (const auto& [c, name] :
+       {std::pair{norm, "ref_moe.gguf"}, {plain, "ref_moe_plain.gguf"}, {fused, "ref_moe_fused.gguf"}}) {
+    const std::string path = make_model(c, name);
+    const ModelConfig back = config_from_gguf(gguf::File(path));
+    EXPECT_EQ(back.arch, Arch::qwen3moe) << name;
+    EXPECT_EQ(back.layer_kinds, c.layer_kinds) << name;
+    EXPECT_EQ(back.n_expert, c.n_expert) << name;
+    EXPECT_EQ(back.n_expert_used, c.n_expert_used) << name;
+    EXPECT_EQ(back.n_ff_exp, c.n_ff_exp) << name;
+    EXPECT_EQ(back.expert_weights_norm, c.expert_weights_norm) << name;
+    EXPECT_EQ(back.fused_gate_up_exps, c.fused_gate_up_exps) << name;
+    expect_matches_reference(path, 1e-4);
+  }
+  // Without the key a file renormalises, as llama.cpp always does for qwen3moe.
+  const std::string keyless = rewrite(make_model(norm, "moe_keyless_src.gguf"), "moe_keyless.gguf",
+                                      [](gguf::Metadata& m) { m.erase("qwen3moe.expert_weights_norm"); });
+  EXPECT_TRUE(config_from_gguf(gguf::File(keyless)).expert_weights_norm);
+}
+
+// A Qwen3-MoE file whose expert count, top-k or expert tensors disagree: one line each.
+TEST(ArchOptions, ContradictoryExpertFilesFailWithOneLine) {
+  const std::string good = make_model(builtin_config("qwen3moe-tiny"), "moe_bad_src.gguf");
+  struct Case {
+    std::string name, needle;
+    std::function<void(gguf::Metadata&)> edit;
+    std::string drop;
+    gguf::TensorSpec add;
+  };
+  const std::vector<Case> cases = {
+      {"count", "blk.0.ffn_gate_inp.weight' has shape [64, 6], the config needs [64, 7]",
+       [](gguf::Metadata& m) { m.set("qwen3moe.expert_count", gguf::Value::u32(7)); }, "", {}},
+      {"top_k", "qwen3moe.expert_used_count' (9) exceeds qwen3moe.expert_count (6)",
+       [](gguf::Metadata& m) { m.set("qwen3moe.expert_used_count", gguf::Value::u32(9)); }, "", {}},
+      {"no_top_k", "qwen3moe.expert_used_count", [](gguf::Metadata& m) { m.erase("qwen3moe.expert_used_count"); },
+       "", {}},
+      {"ff_exp", "blk.0.ffn_gate_exps.weight' has shape [64, 32, 6], the config needs [64, 16, 6]",
+       [](gguf::Metadata& m) { m.set("qwen3moe.expert_feed_forward_length", gguf::Value::u32(16)); }, "", {}},
+      {"down", "blk.1.ffn_down_exps.weight' has shape [16, 64, 6], the config needs [32, 64, 6]", nullptr, "",
+       {"blk.1.ffn_down_exps.weight", gguf::GgmlType::F32, {16, 64, 6}}},
+      {"no_up", "blk.3.ffn_up_exps.weight' is missing", nullptr, "blk.3.ffn_up_exps.weight", {}},
+      {"dense_layer", "blk.2.ffn_gate.weight' is missing", nullptr, "blk.2.ffn_gate.weight", {}},
+  };
+  for (const Case& k : cases) {
+    const std::string msg = load_error(rewrite(good, k.name + ".gguf", k.edit, k.drop, k.add));
+    EXPECT_NE(msg.find(k.needle), std::string::npos) << k.name << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << k.name << ": " << msg;
   }
 }
 

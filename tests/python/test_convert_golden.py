@@ -1,6 +1,6 @@
 """tests/python/test_convert_golden.py — squeeze against the reference implementations in
 transformers 5.25 (Muse Glimmer's `MuseGlimmerForConditionalGeneration`, and
-`LlamaForCausalLM` / `Gemma3ForCausalLM`) on the tiny random checkpoints in
+`LlamaForCausalLM`, `Gemma3ForCausalLM`, the Qwen2/Qwen3/Qwen3-MoE classes) on the tiny random checkpoints in
 tests/fixtures/muse_glimmer/ and tests/fixtures/hf_tiny/ (made by
 scripts/make-muse-glimmer-fixtures; README in muse_glimmer/): each checkpoint is converted
 with `squeeze convert`, its recorded prompt run through squeeze's forward pass, and every
@@ -49,7 +49,7 @@ def relative_errors(ours, ref):
 def test_fixtures_present():
     names = {os.path.basename(c) for c in CASES}
     assert {"tiny", "tiny-gqa4", "wide", "llama", "gemma3", "llama3-tied", "llama-linear", "qwen2", "qwen3",
-            "qwen3-tied"} <= names, names
+            "qwen3-tied", "qwen3moe", "qwen3moe-nonorm"} <= names, names
 
 
 @pytest.mark.parametrize("case", CASES, ids=[os.path.basename(c) for c in CASES])
