@@ -311,12 +311,20 @@ OTHERS = {
                              num_experts_per_tok=3, norm_topk_prob=False, decoder_sparse_step=2, mlp_only_layers=[],
                              vocab_size=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
                              rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+    # Every layer sparse, gates renormalised: the layout llama.cpp's qwen3moe runs (it has no
+    # dense layers among expert ones and always renormalises), for the llama.cpp agreement.
+    "qwen3moe-all": (Qwen3MoeForCausalLM, Qwen3MoeConfig,
+                     dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                          head_dim=16, intermediate_size=96, moe_intermediate_size=32, num_experts=6,
+                          num_experts_per_tok=4, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+                          vocab_size=512, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                          rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
 }
 # MoE cases saved with transformers 5's fused expert tensors (experts.gate_up_proj [E, 2I, d],
 # experts.down_proj [E, d, I]) instead of the default per-expert experts.E.{gate,up,down}_proj.weight.
 FUSED_EXPERTS = {"qwen3moe-nonorm"}
 # MoE cases whose config.json says num_experts (as Qwen's checkpoints do) instead of 5.25's num_local_experts.
-CONFIG_NUM_EXPERTS = {"qwen3moe"}
+CONFIG_NUM_EXPERTS = {"qwen3moe", "qwen3moe-all"}
 
 
 def main():
