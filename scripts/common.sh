@@ -34,8 +34,9 @@ ensure_apt_packages() {
 }
 
 # Python for the independent checks (numpy references, the gguf package reading our
-# files, the openai client): a project-local virtual environment.
-SQUEEZE_PY_PACKAGES=(numpy gguf pytest jinja2 openai)
+# files, the openai client, pytest-xdist to run the checks on both cores): a project-local
+# virtual environment. Entries are PyPI names, with ":module" where the import name differs.
+SQUEEZE_PY_PACKAGES=(numpy gguf pytest jinja2 openai pytest-xdist:xdist)
 VENV="$ROOT/.venv"
 ensure_python_env() {
   if [ ! -x "$VENV/bin/python" ]; then
@@ -47,7 +48,7 @@ ensure_python_env() {
   fi
   local need=()
   for p in "${SQUEEZE_PY_PACKAGES[@]}"; do
-    "$VENV/bin/python" -c "import $p" 2>/dev/null || need+=("$p")
+    "$VENV/bin/python" -c "import ${p##*:}" 2>/dev/null || need+=("${p%%:*}")
   done
   if [ "${#need[@]}" -gt 0 ]; then
     log "installing Python packages: ${need[*]}"

@@ -1,6 +1,7 @@
 // tools/cmd_make_model.cpp — `squeeze make-model`: a random-weight GGUF model of any
 // built-in config (tests, benchmarks, races against other engines).
 #include <cstdio>
+#include <optional>
 
 #include "args.h"
 #include "chat/template.h"
@@ -23,7 +24,10 @@ int run_make_model(int argc, char** argv) {
                           "Write a GGUF model with random weights, a byte-level BPE tokenizer and the\n"
                           "shapes of a built-in config (overridable), for tests and benchmarks.");
   args.option({"-o", "--output"}, "FILE", "output GGUF path")
-      .option({"--type"}, "TYPE", "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K", "F32")
+      .option({"--type"}, "TYPE",
+              "matrix type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, or a quantization preset "
+              "(Q4_K_M, Q5_K_M, ...: each tensor the preset's type, written directly)",
+              "F32")
       .int_option({"--seed"}, "N", "random seed", {0, squeeze::cli::kMaxSeed}, "1")
       .option({"--chat-template"}, "FILE", "a Jinja chat template to store as tokenizer.chat_template")
       .option({"--drafter-for"}, "MODEL", "write a random DFlash drafter for this model instead (the reference recipe's\n"
@@ -63,8 +67,12 @@ int run_make_model(int argc, char** argv) {
     return 0;
   }
   const squeeze::model::ModelConfig c = squeeze::cli::config_from_args(args);
+  // A plain type keeps make-model's rule (matrices that cannot take it stay F32); a preset
+  // (anything find_quant_preset knows that is not a plain type) writes its mix.
   const auto type = squeeze::gguf::ggml_type_from_name(args.get("--type"));
-  SQZ_CHECK(type.has_value(), "unknown --type '", args.get("--type"), "'");
+  std::optional<squeeze::model::QuantPreset> preset;
+  if (!type) preset = squeeze::model::find_quant_preset(args.get("--type"));
+  SQZ_CHECK(type || preset, "unknown --type '", args.get("--type"), "' (a GGUF type or a quantization preset)");
   const std::string out = args.get("--output");
   SQZ_CHECK(!out.empty(), "missing -o OUT.gguf");
   std::string chat_template;
@@ -77,12 +85,10 @@ int run_make_model(int argc, char** argv) {
     const squeeze::chat::Template check(chat_template, options);  // syntax errors now, not at chat time
   }
   const squeeze::gguf::DeclaredInputs inputs({args.get("--chat-template")});
-  const auto fallbacks = squeeze::model::write_random_model({.config = c, .type = *type,
-                                                              .seed = static_cast<uint64_t>(args.get_int("--seed")), .path = out,
-                                                              .chat_template = chat_template});
-  for (const auto& name : fallbacks)
-    std::fprintf(stderr, "note: %s kept as F32 (row length not a multiple of the %s block)\n", name.c_str(),
-                 args.get("--type").c_str());
+  const auto fallbacks = squeeze::model::write_random_model(
+      {.config = c, .type = type.value_or(squeeze::gguf::GgmlType::F32), .preset = preset,
+       .seed = static_cast<uint64_t>(args.get_int("--seed")), .path = out, .chat_template = chat_template});
+  for (const auto& note : fallbacks) std::fprintf(stderr, "note: %s\n", note.c_str());
   const auto params = squeeze::model::count_params(c);
   std::printf("wrote %s: %s, %lld layers (%s), %.1fM parameters, matrices %s\n", out.c_str(), std::string(squeeze::model::arch_name(c.arch)).c_str(),
               static_cast<long long>(c.n_layer), squeeze::model::describe_pattern(c.is_local).c_str(), params.total / 1e6,

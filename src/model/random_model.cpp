@@ -1,7 +1,9 @@
 // model/random_model.cpp
 #include "model/random_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "core/dtype.h"
@@ -36,10 +38,42 @@ std::vector<std::string> special_tokens() {
   return {"<|bos|>", "<|eos|>", "<|pad|>", "<think>", "</think>", "<image>", "</image>", "<|mask|>"};
 }
 
-// Adds `shapes` to `w` with the random weights described in the header (matrices of a row
-// length `matrix_type` cannot block fall back to F32 and are returned).
+// A tensor's storage type and, when it had to fall back from the one asked for, why.
+struct TypeChoice {
+  gguf::GgmlType type;
+  std::string fallback;  // empty when none
+};
+using TypeRule = std::function<TypeChoice(const TensorShape&)>;
+
+// Matrices take `matrix_type`, or F32 when their row length does not fit its block.
+TypeRule plain_rule(gguf::GgmlType matrix_type) {
+  return [matrix_type](const TensorShape& s) -> TypeChoice {
+    if (!(s.kind == TensorKind::matrix && !s.is_vector())) return {gguf::GgmlType::F32, {}};
+    if (s.ne0 % gguf::ggml_type_info(matrix_type).block_size != 0)
+      return {gguf::GgmlType::F32, s.name + " kept as F32 (row length " + std::to_string(s.ne0) + " not a multiple of the " +
+                                       std::string(gguf::ggml_type_info(matrix_type).name) + " block)"};
+    return {matrix_type, {}};
+  };
+}
+
+// Each tensor the preset's type for it, fitted to the row length as convert fits it.
+TypeRule preset_rule(const QuantPreset& preset, const ModelConfig& c) {
+  return [preset, &c](const TensorShape& s) -> TypeChoice {
+    if (!(s.kind == TensorKind::matrix && !s.is_vector())) return {gguf::GgmlType::F32, {}};
+    const TensorRole role{.name = s.name, .row_length = s.ne0, .n_dims = static_cast<int>(s.dims().size()),
+                          .layer = s.layer, .n_layer = c.n_layer, .tied_output = c.tied_output};
+    const gguf::GgmlType want = preset_tensor_type(preset, role);
+    const gguf::GgmlType got = fit_row_type(want, s.ne0, RowFallback::computable);
+    if (got == want) return {got, {}};
+    return {got, s.name + ": " + std::string(gguf::ggml_type_info(want).name) + " → " +
+                     std::string(gguf::ggml_type_info(got).name) + " (row " + std::to_string(s.ne0) + ")"};
+  };
+}
+
+// Adds `shapes` to `w` with the random weights described in the header, each in the type
+// `rule` picks; returns the fallbacks.
 std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<TensorShape>& shapes,
-                                            gguf::GgmlType matrix_type, uint64_t seed);
+                                            const TypeRule& rule, uint64_t seed);
 
 }  // namespace
 
@@ -71,8 +105,10 @@ std::vector<std::string> write_random_model(const RandomModelParams& p) {
   w.metadata().set("general.name",
                    gguf::Value::string(c.name + " (random weights, seed " + std::to_string(p.seed) + ")"));
   w.metadata().set("general.quantization_version", gguf::Value::u32(2));
+  if (p.preset && p.preset->file_type != 0) w.metadata().set("general.file_type", gguf::Value::u32(p.preset->file_type));
 
-  std::vector<std::string> fallbacks = add_random_tensors(w, weight_tensors(c), p.type, p.seed);
+  std::vector<std::string> fallbacks =
+      add_random_tensors(w, weight_tensors(c), p.preset ? preset_rule(*p.preset, c) : plain_rule(p.type), p.seed);
   w.finish();
   return fallbacks;
 }
@@ -84,14 +120,26 @@ void write_random_drafter(const DraftConfig& config, gguf::GgmlType type, uint64
   write_draft_config(w.metadata(), config);
   w.metadata().set("general.name",
                    gguf::Value::string(config.name + " (random weights, seed " + std::to_string(seed) + ")"));
-  add_random_tensors(w, config.weight_tensors(), type, seed);
+  add_random_tensors(w, config.weight_tensors(), plain_rule(type), seed);
   w.finish();
 }
 
 namespace {
 
+// Values drawn per chunk of rows, each chunk from its own seed: chunk 0 from the tensor's,
+// so a tensor of at most kChunkElements values is the one stream it always was.
+constexpr int64_t kChunkElements = int64_t{1} << 22;
+
+uint64_t chunk_seed(uint64_t tensor_seed, int64_t chunk) {
+  if (chunk == 0) return tensor_seed;
+  uint64_t z = tensor_seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(chunk);  // splitmix64
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<TensorShape>& shapes,
-                                            gguf::GgmlType matrix_type, uint64_t seed) {
+                                            const TypeRule& rule, uint64_t seed) {
   std::vector<std::string> fallbacks;
   uint64_t tensor_seed = seed;
   for (const TensorShape& s : shapes) {
@@ -99,25 +147,40 @@ std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<T
     // 0; both stay F32. Matrices take the weight type.
     const bool is_matrix = s.kind == TensorKind::matrix && !s.is_vector();
     const bool around_one = s.kind == TensorKind::norm || (s.kind == TensorKind::matrix && s.is_vector());
-    gguf::GgmlType type = is_matrix ? matrix_type : gguf::GgmlType::F32;
-    if (s.ne0 % gguf::ggml_type_info(type).block_size != 0) {
-      fallbacks.push_back(s.name);
-      type = gguf::GgmlType::F32;
-    }
+    const TypeChoice choice = rule(s);
+    if (!choice.fallback.empty()) fallbacks.push_back(choice.fallback);
+    const gguf::GgmlType type = choice.type;
     // Generated while the file is written, one tensor at a time, each from its own seed.
     tensor_seed = tensor_seed * 6364136223846793005ull + 1442695040888963407ull;
     w.add_tensor({.name = s.name, .type = type, .dims = s.dims()}, [s, type, is_matrix, around_one,
                                                                     seed = tensor_seed](const gguf::ByteSink& out) {
-      std::mt19937_64 rng(seed);
-      std::normal_distribution<float> dist(around_one ? 1.0f : 0.0f,
-                                           is_matrix ? 1.0f / std::sqrt(static_cast<float>(s.ne0)) : 0.1f);
-      std::vector<float> data(static_cast<size_t>(s.elements()));
-      for (auto& v : data) v = dist(rng);
-      if (s.id == TensorId::rope_freqs) {  // RoPE frequency divisors: in [1, 8], as Llama 3's are
-        std::uniform_real_distribution<float> divisor(1.0f, 8.0f);
-        for (auto& v : data) v = divisor(rng);
+      ThreadPool& pool = default_thread_pool();
+      const int64_t rows = s.ne1 * s.ne2, cols = s.ne0;
+      const int64_t chunk_rows = std::max<int64_t>(1, kChunkElements / cols);
+      const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+      const int64_t wave = std::max(1, pool.size());  // chunks drawn in parallel, then quantized and written
+      std::vector<float> data(static_cast<size_t>(std::min(rows, wave * chunk_rows) * cols));
+      std::vector<uint8_t> bytes;
+      for (int64_t first = 0; first < chunks; first += wave) {
+        const int64_t last = std::min(chunks, first + wave);
+        pool.parallel_for(first, last, [&](int64_t b, int64_t e) {
+          for (int64_t k = b; k < e; ++k) {
+            std::mt19937_64 rng(chunk_seed(seed, k));
+            std::normal_distribution<float> dist(around_one ? 1.0f : 0.0f,
+                                                 is_matrix ? 1.0f / std::sqrt(static_cast<float>(cols)) : 0.1f);
+            std::uniform_real_distribution<float> divisor(1.0f, 8.0f);  // RoPE divisors in [1, 8], as Llama 3's
+            const int64_t r0 = k * chunk_rows, n = std::min(chunk_rows, rows - r0);
+            float* dst = data.data() + (k - first) * chunk_rows * cols;
+            for (int64_t i = 0; i < n * cols; ++i) dst[i] = dist(rng);
+            if (s.id == TensorId::rope_freqs)
+              for (int64_t i = 0; i < n * cols; ++i) dst[i] = divisor(rng);
+          }
+        });
+        const int64_t r0 = first * chunk_rows, n = std::min(rows, last * chunk_rows) - r0;
+        bytes.resize(static_cast<size_t>(n * quant::row_bytes(type, cols)));
+        quant::quantize_rows(pool, {.type = type, .src = data.data(), .rows = n, .cols = cols}, bytes.data());
+        out(bytes);
       }
-      out(quant::quantize_tensor({.type = type, .src = data.data(), .rows = s.ne1 * s.ne2, .cols = s.ne0}));
     });
   }
   return fallbacks;
