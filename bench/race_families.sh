@@ -45,66 +45,7 @@ done
 results="$OUT/results-families.csv"
 echo "engine,model,test,t_per_s" > "$results"
 
-# llama-bench CSV → engine,model,test,t/s. A row with both a prompt and generated tokens is a
-# generation after a prompt (ik_llama.cpp's -gp) or at a depth (llama.cpp's -d).
-parse_llama_bench() {  # engine model-name
-  python3 -c '
-import csv, sys
-for r in csv.DictReader(sys.stdin):
-    p, n, d = int(r["n_prompt"]), int(r["n_gen"]), int(r.get("n_depth", 0) or 0)
-    if n and p:
-        d, p = p, 0
-    test = (f"pp{p}" if p else f"tg{n}") + (f" @ d{d}" if d else "")
-    ts = float(r["avg_ts"])
-    print(f"{sys.argv[1]},{sys.argv[2]},{test},{ts:.3f}")
-    info = " ".join(k + "=" + str(r.get(k)) for k in ("build_commit", "cpu_info", "n_threads", "flash_attn", "type_k"))
-    print(sys.argv[1] + ": " + info, file=sys.stderr)
-' "$1" "$2"
-}
-run_llama() {  # model
-  "$LLAMA_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -fa 1 -o csv -p 512 -n 128 2>/dev/null | parse_llama_bench llama.cpp "$(basename "$1")"
-  "$LLAMA_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -fa 1 -o csv -p 0 -n 32 -d "$DEPTH" 2>/dev/null |
-    parse_llama_bench llama.cpp "$(basename "$1")"
-}
-run_ik() {  # model
-  "$IK_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -fa 1 -o csv -p 512 -n 128 2>/dev/null | parse_llama_bench ik_llama.cpp "$(basename "$1")"
-  "$IK_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -fa 1 -o csv -p 0 -n 0 -gp "$DEPTH,32" 2>/dev/null |
-    parse_llama_bench ik_llama.cpp "$(basename "$1")"
-}
-run_squeeze() {  # model
-  "$SQ" bench -m "$1" -t 2 -r "$REPS" --kv f16 --csv -p 512 -n 128 -d 0 | python3 -c '
-import csv, sys
-for r in csv.DictReader(sys.stdin):
-    print("squeeze,%s,%s,%.3f" % (sys.argv[1], r["test"], float(r["t_per_s"])))' "$(basename "$1")"
-  "$SQ" bench -m "$1" -t 2 -r "$REPS" --kv f16 --csv -p 0 -n 32 -d "$DEPTH" | python3 -c '
-import csv, sys
-for r in csv.DictReader(sys.stdin):
-    print("squeeze,%s,%s @ d%s,%.3f" % (sys.argv[1], r["test"], r["depth"], float(r["t_per_s"])))' "$(basename "$1")"
-}
-engines="llama squeeze"
-[ "$IK_BIN" != "-" ] && engines="llama ik squeeze"
-for round in 1 2; do
-  for m in "${MODELS[@]}"; do
-    order="$engines"
-    [ "$round" = 2 ] && order="$(echo $engines | tr ' ' '\n' | tac | tr '\n' ' ')"
-    for e in $order; do "run_$e" "$m" >> "$results"; done
-  done
-done
+source "$ROOT/bench/race_lib.sh"
+race_rounds "$results" "${MODELS[@]}"
 echo "squeeze: squeeze bench -t 2 -r $REPS --kv f16; llama.cpp / ik_llama.cpp: llama-bench -t 2 -r $REPS -fa 1 (f16 KV)"
-python3 - "$results" <<'PY'
-import csv, sys, collections
-rows = collections.defaultdict(list)
-for r in csv.DictReader(open(sys.argv[1])):
-    rows[(r["model"], r["test"], r["engine"])].append(float(r["t_per_s"]))
-keys = sorted({(m, t) for m, t, _ in rows})
-mean = lambda v: sum(v) / len(v)
-print("| model | test | llama.cpp t/s | ik_llama.cpp t/s | squeeze t/s | squeeze / llama.cpp | squeeze / ik_llama.cpp |")
-print("|---|---|---|---|---|---|---|")
-for m, t in keys:
-    l, k, s = (rows.get((m, t, e)) for e in ("llama.cpp", "ik_llama.cpp", "squeeze"))
-    if not (l and s):
-        continue
-    ik = f"{mean(k):.1f}" if k else "—"
-    ikr = f"{mean(s) / mean(k):.2f}" if k else "—"
-    print(f"| {m} | {t} | {mean(l):.1f} | {ik} | {mean(s):.1f} | {mean(s) / mean(l):.2f} | {ikr} |")
-PY
+race_table "$results"

@@ -11,8 +11,8 @@ void add_config_options(Args& args, const std::string& default_config) {
   args.group("model shape")
       .option({"--config"}, "NAME", "built-in config (" + names + ")", default_config)
       .option({"--arch"}, "ARCH",
-              "override the architecture (glimmer, llama, gemma3, muse-glimmer, qwen2 or qwen3; llama, qwen2 "
-              "(Q/K/V biases, NeoX RoPE) and qwen3 (QK-norm, NeoX RoPE) make every layer global, "
+              "override the architecture (glimmer, llama, gemma3, muse-glimmer, qwen2, qwen3 or qwen3moe; llama, "
+              "qwen2 (Q/K/V biases, NeoX RoPE) and qwen3 (QK-norm, NeoX RoPE) make every layer global, "
               "gemma3 sets its options: pre+post norms, QK-norm, GeGLU, NeoX RoPE, scaled embeddings, [L x5 G] "
               "pattern; muse-glimmer sets its: embedding norm, pre+post norms, QK-norm, sigmoid attention gate, "
               "no RoPE on global layers (every 4th from the last), untied head, logit scale and soft-cap 20)")
@@ -43,7 +43,14 @@ model::ModelConfig config_from_args(const Args& args) {
   override_int("--vocab", c.n_vocab);
   override_int("--window", c.sliding_window);
   override_int("--ctx", c.n_ctx);
+  const int64_t old_layers = c.n_layer;
   override_int("--layers", c.n_layer);
+  // Layer kinds (expert or dense FFN) repeat their pattern over the new depth.
+  if (!c.layer_kinds.empty() && c.n_layer != old_layers) {
+    std::vector<model::LayerKind> kinds(static_cast<size_t>(c.n_layer));
+    for (size_t i = 0; i < kinds.size(); ++i) kinds[i] = c.layer_kinds[i % c.layer_kinds.size()];
+    c.layer_kinds = std::move(kinds);
+  }
   model::Arch arch = c.arch;
   if (args.has("--arch")) {
     const std::optional<model::Arch> given = model::parse_arch(args.get("--arch"));
