@@ -19,17 +19,9 @@ LLAMA_BIN="${1:-}"
 IK_BIN="${2:--}"
 REPS="${3:-1}"
 DEPTH="${RACE_DEPTH:-4096}"
-if [ -z "$LLAMA_BIN" ] || [ ! -x "$LLAMA_BIN/llama-bench" ]; then
-  echo "race_families: no llama-bench at '${LLAMA_BIN}' — skipping the race" >&2
-  exit 0
-fi
-if [ "$IK_BIN" != "-" ] && [ ! -x "$IK_BIN/llama-bench" ]; then
-  echo "race_families: no ik_llama.cpp llama-bench at '$IK_BIN' — racing llama.cpp only" >&2
-  IK_BIN="-"
-fi
-[ "$IK_BIN" = "-" ] && echo "race_families: ik_llama.cpp not given — its column is skipped" >&2
 SQ="$ROOT/build/release/tools/squeeze"
-[ -x "$SQ" ] || { echo "race_families: build squeeze first (scripts/test or scripts/demo)" >&2; exit 1; }
+source "$ROOT/bench/race_lib.sh"
+race_check_engines race_families
 OUT="$ROOT/build/race"
 mkdir -p "$OUT"
 MODELS=()
@@ -45,7 +37,6 @@ done
 results="$OUT/results-families.csv"
 echo "engine,model,test,t_per_s" > "$results"
 
-source "$ROOT/bench/race_lib.sh"
 race_rounds "$results" "${MODELS[@]}"
 echo "squeeze: squeeze bench -t 2 -r $REPS --kv f16; llama.cpp / ik_llama.cpp: llama-bench -t 2 -r $REPS -fa 1 (f16 KV)"
 race_table "$results"

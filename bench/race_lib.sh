@@ -1,7 +1,24 @@
 # bench/race_lib.sh — the engines of the side-by-side races (sourced by race_families.sh
 # and race_moe.sh): llama.cpp's and ik_llama.cpp's llama-bench and `squeeze bench` on one
 # model, each appending engine,model,test,t_per_s rows to stdout; and the table of means.
-# The caller sets LLAMA_BIN, IK_BIN ("-": none), SQ, REPS and DEPTH.
+# The caller sets LLAMA_BIN, IK_BIN ("-": none), SQ, REPS and DEPTH, then calls
+# race_check_engines.
+
+# race_check_engines WHO: without llama-bench in LLAMA_BIN the race is skipped (exit 0),
+# saying so; an IK_BIN without one is dropped, saying so; squeeze must be built.
+race_check_engines() {
+  local who="$1"
+  if [ -z "$LLAMA_BIN" ] || [ ! -x "$LLAMA_BIN/llama-bench" ]; then
+    echo "$who: no llama-bench at '${LLAMA_BIN}' — skipping the race" >&2
+    exit 0
+  fi
+  if [ "$IK_BIN" != "-" ] && [ ! -x "$IK_BIN/llama-bench" ]; then
+    echo "$who: no ik_llama.cpp llama-bench at '$IK_BIN' — racing llama.cpp only" >&2
+    IK_BIN="-"
+  fi
+  [ "$IK_BIN" = "-" ] && echo "$who: ik_llama.cpp not given — its column is skipped" >&2
+  [ -x "$SQ" ] || { echo "$who: build squeeze first (scripts/test or scripts/demo)" >&2; exit 1; }
+}
 
 # llama-bench CSV → engine,model,test,t/s. A row with both a prompt and generated tokens is a
 # generation after a prompt (ik_llama.cpp's -gp) or at a depth (llama.cpp's -d).

@@ -27,18 +27,10 @@ IK_BIN="${2:--}"
 REPS="${3:-1}"
 LAYERS="${4:-48}"
 DEPTH="${RACE_DEPTH:-4096}"
-if [ -z "$LLAMA_BIN" ] || [ ! -x "$LLAMA_BIN/llama-bench" ]; then
-  echo "race_moe: no llama-bench at '${LLAMA_BIN}' — skipping the race" >&2
-  exit 0
-fi
-if [ "$IK_BIN" != "-" ] && [ ! -x "$IK_BIN/llama-bench" ]; then
-  echo "race_moe: no ik_llama.cpp llama-bench at '$IK_BIN' — racing llama.cpp only" >&2
-  IK_BIN="-"
-fi
-[ "$IK_BIN" = "-" ] && echo "race_moe: ik_llama.cpp not given — its column is skipped" >&2
 SQ="$ROOT/build/release/tools/squeeze"
 MACHINE="$ROOT/build/release/bench/bench_machine"
-[ -x "$SQ" ] || { echo "race_moe: build squeeze first (scripts/test or scripts/demo)" >&2; exit 1; }
+source "$ROOT/bench/race_lib.sh"
+race_check_engines race_moe
 OUT="$ROOT/build/race"
 mkdir -p "$OUT"
 name="qwen3-30b-a3b"
@@ -50,7 +42,6 @@ if [ ! -f "$MODEL" ]; then
   mv "$MODEL.part" "$MODEL"
 fi
 
-source "$ROOT/bench/race_lib.sh"
 # After race_lib.sh, whose hooks do nothing.
 race_before() {  # engine model
   echo "race_moe: before $1: $(free -m | awk '/^Mem:/ {print "free " $4 " MiB, available " $7 " MiB"}')" >&2
@@ -69,7 +60,7 @@ race_table "$results"
 # Decode's bytes per token and the roofline they imply.
 bandwidth=""
 if [ -x "$MACHINE" ]; then
-  bandwidth=$("$MACHINE" --benchmark_filter='BM_read_bandwidth_avx2_streams16/2/' --benchmark_format=csv 2>/dev/null |
+  bandwidth=$("$MACHINE" --benchmark_filter='BM_read_bandwidth_.*/2/' --benchmark_format=csv 2>/dev/null |
     python3 -c '
 import csv, sys
 rows = [r for r in csv.DictReader(l for l in sys.stdin if not l.startswith("Run on")) if r.get("bytes_per_second")]
@@ -99,7 +90,7 @@ print(f"\ndecode reads per token ({K} of {E} experts per layer): " +
       ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in per_token.items()) + f"; total {total / 2**20:.1f} MiB")
 if bw > 0:
     roof = bw / total
-    print(f"read bandwidth (bench_machine, 2 threads, best of 5): {bw / 1e9:.1f} GB/s -> decode roofline {roof:.1f} tokens/s")
+    print(f"read bandwidth (bench_machine, 2 threads, best run of any stream count): {bw / 1e9:.1f} GB/s -> decode roofline {roof:.1f} tokens/s")
     tg = {}
     for row in csv.DictReader(open(results)):
         if row["test"] == "tg128":

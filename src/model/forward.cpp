@@ -1,14 +1,14 @@
 // model/forward.cpp — the one forward pass, for every architecture squeeze runs (glimmer,
 // llama = glimmer with every layer global, gemma3 and muse-glimmer = glimmer with their
-// options on), as straight-line named steps over the rows of one step (one or more
-// sequences' chunks, model/forward.h):
-//   embed (× embd_scale, RMS-normalised?) → per layer [pre-norm?, Q/K/V, QK-norm?, RoPE
-//   (base per layer kind; none on NoPE global layers), KV append, attention (windowed on
-//   local layers, attn_scale), × sigmoid(output gate)?, output projection, post-norm?,
-//   residual, pre-norm?, gated FFN (SwiGLU or GeGLU), post-norm?, residual] → final norm →
-//   output head → × logit scale → soft-cap?. The options are ModelConfig fields
-//   (model/config.h). Shapes in comments: n = tokens in the chunk, E = n_embd, F = n_ff,
-//   H·D = q_dim, Hk·D = kv_dim, V = n_vocab.
+// options on, the qwen family with theirs), as straight-line named steps over the rows of
+// one step (one or more sequences' chunks, model/forward.h):
+//   embed (× embd_scale, RMS-normalised?) → per layer [pre-norm?, Q/K/V (+ biases?),
+//   QK-norm?, RoPE (base per layer kind; none on NoPE global layers), KV append, attention
+//   (windowed on local layers, attn_scale), × sigmoid(output gate)?, output projection,
+//   post-norm?, residual, pre-norm?, gated FFN (SwiGLU or GeGLU) or routed experts (expert
+//   layers), post-norm?, residual] → final norm → output head → × logit scale → soft-cap?.
+//   The options are ModelConfig fields (model/config.h). Shapes in comments: n = tokens in
+//   the chunk, E = n_embd, F = n_ff, H·D = q_dim, Hk·D = kv_dim, V = n_vocab, X = experts.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -284,7 +284,7 @@ class StepRunner {
   // ascending — MoK's combine order — so a row's result is the same whatever shares its step.
   void moe_block(int64_t il) {
     const LayerWeights& L = w_.layers[static_cast<size_t>(il)];
-    const int64_t E = c_.n_embd, I = c_.n_ff_exp;
+    const int64_t E = c_.n_embd;
     const int X = static_cast<int>(c_.n_expert), K = static_cast<int>(c_.n_expert_used);
     const float* in = sublayer_input(il, L.ffn_norm, "ffn_norm");
     float* logits = scratch_.moe_logits.data();
@@ -298,9 +298,21 @@ class StepRunner {
       mok::select_experts(sel, logits + i * X, scratch_.moe_order.data(), experts + i * K, gates + i * K);
     const mok::ExpertGrouping groups = mok::group_by_expert({experts, static_cast<size_t>(n_ * K)}, X);
     mark(StepOp::moe_route);
-    float *xe = scratch_.moe_x.data(), *ge = scratch_.moe_gate.data(), *ue = scratch_.moe_up.data();
-    float *ye = scratch_.moe_out.data(), *proj = scratch_.proj.data();
+    float* proj = scratch_.proj.data();
     std::fill_n(proj, n_ * E, 0.0f);
+    moe_grouped(L, in, groups, gates, proj);
+    dump_layer(il, "ffn_moe_out", proj, n_, E);
+    add_sublayer_output(il, L.post_ffn_norm, "ffn_post_norm", "ffn_residual");
+  }
+
+  // Per expert, its rows gathered into one GEMM per projection (a GEMV for one row), each
+  // output row added into its token's row with its gate, experts ascending.
+  void moe_grouped(const LayerWeights& L, const float* in, const mok::ExpertGrouping& groups, const float* gates,
+                   float* proj) {
+    const int64_t E = c_.n_embd, I = c_.n_ff_exp;
+    const int X = static_cast<int>(c_.n_expert), K = static_cast<int>(c_.n_expert_used);
+    float *xe = scratch_.moe_x.data(), *ge = scratch_.moe_gate.data(), *ue = scratch_.moe_up.data();
+    float* ye = scratch_.moe_out.data();
     for (int e = 0; e < X; ++e) {
       const int64_t m = groups.count[static_cast<size_t>(e)];
       if (m == 0) continue;
@@ -315,8 +327,6 @@ class StepRunner {
       for (int64_t j = 0; j < m; ++j) ops().axpy(gates[slots[j]], ye + j * E, proj + (slots[j] / K) * E, E);
       mark(StepOp::ffn_down);
     }
-    dump_layer(il, "ffn_moe_out", proj, n_, E);
-    add_sublayer_output(il, L.post_ffn_norm, "ffn_post_norm", "ffn_residual");
   }
 
   // The residual stream after layer il, for a drafter that taps it (ForwardOptions::taps).

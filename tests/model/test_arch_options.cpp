@@ -77,6 +77,24 @@ std::string load_error(const std::string& path) {
   return thrown_message([&] { (void)config_from_gguf(gguf::File(path)); });
 }
 
+// A copy of a good file made bad one way (rewrite's edit, drop and add), and the words its
+// refusal must contain.
+struct BadFileCase {
+  std::string name, needle;
+  std::function<void(gguf::Metadata&)> edit;
+  std::string drop;
+  gguf::TensorSpec add;
+};
+
+// Each bad copy of `good` is refused with one line that contains its needle.
+void expect_one_line_refusals(const std::string& good, const std::vector<BadFileCase>& cases) {
+  for (const BadFileCase& k : cases) {
+    const std::string msg = load_error(rewrite(good, k.name + ".gguf", k.edit, k.drop, k.add));
+    EXPECT_NE(msg.find(k.needle), std::string::npos) << k.name << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << k.name << ": " << msg;
+  }
+}
+
 // ---- float64 reference forward ----------------------------------------------------------
 
 using Vec = std::vector<double>;
@@ -337,13 +355,7 @@ TEST(ArchOptions, ExplicitPatternAndSoftcapKeysAreHonoured) {
 
 TEST(ArchOptions, ContradictoryFilesFailWithOneLineNamingTheKeyOrTensor) {
   const std::string good = make_model(gemma3_tiny(), "g3bad.gguf");
-  struct Case {
-    std::string name, needle;
-    std::function<void(gguf::Metadata&)> edit;
-    std::string drop;
-    gguf::TensorSpec add;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<BadFileCase> cases = {
       {"no_post_ffw", "blk.3.post_ffw_norm.weight' is missing", nullptr, "blk.3.post_ffw_norm.weight", {}},
       {"no_k_norm", "blk.0.attn_k_norm.weight' is missing", nullptr, "blk.0.attn_k_norm.weight", {}},
       {"q_norm_len", "blk.0.attn_q_norm.weight' has shape [16]", nullptr, "",
@@ -363,11 +375,7 @@ TEST(ArchOptions, ContradictoryFilesFailWithOneLineNamingTheKeyOrTensor) {
        [](gguf::Metadata& m) { m.set("gemma3.final_logit_softcapping", gguf::Value::f32(-1.0f)); }, "", {}},
       {"arch", "unsupported architecture 'gemma2'", [](gguf::Metadata& m) { m.set("general.architecture", gguf::Value::string("gemma2")); }, "", {}},
   };
-  for (const Case& k : cases) {
-    const std::string msg = load_error(rewrite(good, k.name + ".gguf", k.edit, k.drop, k.add));
-    EXPECT_NE(msg.find(k.needle), std::string::npos) << k.name << ": " << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << k.name << ": " << msg;
-  }
+  expect_one_line_refusals(good, cases);
 }
 
 TEST(ArchOptions, OptionsWithoutAKeyMustBeTheArchitectures) {
@@ -458,13 +466,7 @@ TEST(ArchOptions, QwenMoeForwardMatchesFloat64Reference) {
 // A Qwen3-MoE file whose expert count, top-k or expert tensors disagree: one line each.
 TEST(ArchOptions, ContradictoryExpertFilesFailWithOneLine) {
   const std::string good = make_model(builtin_config("qwen3moe-tiny"), "moe_bad_src.gguf");
-  struct Case {
-    std::string name, needle;
-    std::function<void(gguf::Metadata&)> edit;
-    std::string drop;
-    gguf::TensorSpec add;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<BadFileCase> cases = {
       {"count", "blk.0.ffn_gate_inp.weight' has shape [64, 6], the config needs [64, 7]",
        [](gguf::Metadata& m) { m.set("qwen3moe.expert_count", gguf::Value::u32(7)); }, "", {}},
       {"top_k", "qwen3moe.expert_used_count' (9) exceeds qwen3moe.expert_count (6)",
@@ -478,11 +480,7 @@ TEST(ArchOptions, ContradictoryExpertFilesFailWithOneLine) {
       {"no_up", "blk.3.ffn_up_exps.weight' is missing", nullptr, "blk.3.ffn_up_exps.weight", {}},
       {"dense_layer", "blk.2.ffn_gate.weight' is missing", nullptr, "blk.2.ffn_gate.weight", {}},
   };
-  for (const Case& k : cases) {
-    const std::string msg = load_error(rewrite(good, k.name + ".gguf", k.edit, k.drop, k.add));
-    EXPECT_NE(msg.find(k.needle), std::string::npos) << k.name << ": " << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << k.name << ": " << msg;
-  }
+  expect_one_line_refusals(good, cases);
 }
 
 // RoPE scaling a file states but squeeze cannot run, or states wrongly: one line each.

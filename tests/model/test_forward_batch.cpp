@@ -64,9 +64,9 @@ void check_batched_equals_alone(const Model& m, bool invariant, float tolerance)
   };
   const auto cfg = sequence_cache_config(c, ctx, chunk, KvType::F16);
   std::vector<Seq> seqs;
-  seqs.push_back({&ta, 1, 0, KvCache(cfg)});
-  seqs.push_back({&tb, chunk, 0, KvCache(cfg)});
-  seqs.push_back({&tc, 1, 7, KvCache(cfg)});
+  seqs.push_back({&ta, 1, 0, KvCache(cfg), 0, {}});
+  seqs.push_back({&tb, chunk, 0, KvCache(cfg), 0, {}});
+  seqs.push_back({&tc, 1, 7, KvCache(cfg), 0, {}});
   ForwardScratch scratch(c, 1 + chunk + 1);
   for (int64_t step = 0;; ++step) {
     std::vector<SequenceChunk> chunks;
