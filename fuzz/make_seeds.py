@@ -112,7 +112,7 @@ def small_tokenizer(path, keep=40, merges=10):
     t["post_processor"]["special_tokens"] = {}
     return json.dumps(t, separators=(",", ":"), ensure_ascii=False)
 
-for arch in ("llama", "gemma3"):
+for arch in ("llama", "gemma3", "qwen3moe"):
     cfg = json.loads((FIX / "hf_tiny" / arch / "config.json").read_text())
     put("hf_config", f"{arch}_config", json.dumps(cfg))
     cfg_small = dict(cfg, vocab_size=48)

@@ -131,6 +131,8 @@ class HfConfig {
 // architecture always has them (`qkv_bias`: Qwen2's attention, hard-wired in transformers).
 void read_common(const HfConfig& h, model::ModelConfig& c, bool qkv_bias = false) {
   c.n_layer = h.integer("num_hidden_layers");
+  // Checked before anything is sized by it (per-layer patterns; validate() bounds it the same).
+  if (c.n_layer < 1 || c.n_layer > (1 << 12)) fail(h.where(), ": \"num_hidden_layers\" must be in [1, 4096]");
   c.n_embd = h.integer("hidden_size");
   c.n_head = h.integer("num_attention_heads");
   c.n_head_kv = h.integer_or("num_key_value_heads", c.n_head);
@@ -365,7 +367,7 @@ void plan_qwen3moe(const HfConfig& h, ConvertPlan& p, float&) {
   c.expert_weights_norm = h.boolean_or("norm_topk_prob", false);  // transformers' default
   const int64_t step = h.integer_or("decoder_sparse_step", 1);
   if (step < 1) fail(h.where(), ": \"decoder_sparse_step\" must be at least 1");
-  std::vector<bool> dense_only(static_cast<size_t>(std::max<int64_t>(c.n_layer, 0)), false);
+  std::vector<bool> dense_only(static_cast<size_t>(c.n_layer), false);
   if (const nlohmann::json* mlp_only = h.find("mlp_only_layers")) {
     if (!mlp_only->is_array()) fail(h.where(), ": \"mlp_only_layers\" must be an array of layer indices");
     for (const nlohmann::json& v : *mlp_only) {

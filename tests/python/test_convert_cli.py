@@ -8,6 +8,7 @@ checkpoints. The golden logits against transformers are in test_convert_golden.p
 """
 import json
 import os
+import shutil
 import struct
 import subprocess
 
@@ -300,6 +301,50 @@ def test_errors_are_one_line_and_leave_nothing(tmp_path):
     assert r.returncode == 1 and "Q9_9" in r.stderr
     r = run("convert", str(tmp_path / "nonexistent"), str(tmp_path / "y.gguf"), ok=False)
     assert r.returncode == 1 and r.stderr.count("\n") == 1
+
+
+def test_qwen3moe_config_errors_are_one_line(tmp_path):
+    # The Qwen3-MoE fixture (tests/fixtures/hf_tiny/qwen3moe: 4 layers, 6 experts, top-3,
+    # layer 2 dense) with one field of config.json made wrong at a time.
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "hf_tiny", "qwen3moe")
+    cases = [
+        ("mlp_only out of range", ("mlp_only_layers", [9]), '"mlp_only_layers" holds 9, not a layer index below 4'),
+        ("no expert layer", ("mlp_only_layers", [0, 1, 2, 3]), "no layer has experts"),
+        ("sparse step", ("decoder_sparse_step", 0), '"decoder_sparse_step" must be at least 1'),
+        ("layers", ("num_hidden_layers", 10**12), '"num_hidden_layers" must be in [1, 4096]'),
+        ("expert count", ("num_experts", 7), "'model.layers.0.mlp.gate.weight' has shape [6, 64], config.json implies [7, 64]"),
+        ("top-k", ("num_experts_per_tok", 9), "n_expert_used"),
+        ("expert size", ("moe_intermediate_size", 16), "config.json implies [16, 64]"),
+    ]
+    for name, (key, value), needle in cases:
+        d = str(tmp_path / name.replace(" ", "_"))
+        shutil.copytree(src, d)
+        with open(os.path.join(d, "config.json")) as f:
+            config = json.load(f)
+        config[key] = value
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(config, f)
+        out = str(tmp_path / (name.replace(" ", "_") + ".gguf"))
+        r = run("convert", d, out, "--quiet", ok=False)
+        assert r.returncode == 1, name
+        assert needle in r.stderr, (name, r.stderr)
+        assert r.stderr.count("\n") == 1, (name, r.stderr)
+        assert not os.path.exists(out), name
+    # one expert's tensor absent from a per-expert checkpoint (renamed in the header)
+    d = str(tmp_path / "missing_expert")
+    shutil.copytree(src, d)
+    st = os.path.join(d, "model.safetensors")
+    with open(st, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    header["model.layers.1.mlp.experts.5.renamed"] = header.pop("model.layers.1.mlp.experts.5.up_proj.weight")
+    h = json.dumps(header).encode()
+    with open(st, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
+    r = run("convert", d, str(tmp_path / "missing_expert.gguf"), "--quiet", ok=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "'model.layers.1.mlp.experts.5.up_proj.weight' is missing" in r.stderr, r.stderr
 
 
 def test_muse_layer_rope_theta(tmp_path):
