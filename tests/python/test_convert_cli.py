@@ -252,6 +252,27 @@ def test_types(tmp_path, src, want, want_auto):
     assert np.max(np.abs(got - ref)) <= tol * np.max(np.abs(ref)) + (0 if tol == 0 else 1e-6)
 
 
+def expect_refused(checkpoint, out, needle):
+    """convert refuses the checkpoint with one line holding `needle` and writes nothing."""
+    r = run("convert", checkpoint, out, "--quiet", ok=False)
+    assert r.returncode == 1, checkpoint
+    assert needle in r.stderr, (checkpoint, r.stderr)
+    assert r.stderr.count("\n") == 1, (checkpoint, r.stderr)
+    assert not os.path.exists(out), checkpoint
+
+
+def edit_safetensors_header(path, edit):
+    """Rewrites a safetensors file's JSON header through edit(header); the data stays."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    edit(header)
+    h = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
+
+
 def test_errors_are_one_line_and_leave_nothing(tmp_path):
     cases = [
         ("missing tensor", dict(drop="model.layers.1.mlp.up_proj.weight"), "'model.layers.1.mlp.up_proj.weight' is missing"),
@@ -270,27 +291,13 @@ def test_errors_are_one_line_and_leave_nothing(tmp_path):
     for name, kw, needle in cases:
         d = str(tmp_path / name.replace(" ", "_"))
         make_checkpoint(d, "llama", **kw)
-        out = str(tmp_path / (name.replace(" ", "_") + ".gguf"))
-        r = run("convert", d, out, "--quiet", ok=False)
-        assert r.returncode == 1, name
-        assert needle in r.stderr, (name, r.stderr)
-        assert r.stderr.count("\n") == 1, (name, r.stderr)
-        assert not os.path.exists(out), name
+        expect_refused(d, str(tmp_path / (name.replace(" ", "_") + ".gguf")), needle)
     # an I32 tensor where a float one belongs
     d = str(tmp_path / "int")
     make_checkpoint(d, "llama")
-    st = os.path.join(d, "model.safetensors")
-    with open(st, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    header["model.layers.0.mlp.up_proj.weight"]["dtype"] = "I32"
-    h = json.dumps(header).encode()
-    with open(st, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + data)
-    r = run("convert", d, str(tmp_path / "int.gguf"), "--quiet", ok=False)
-    assert r.returncode == 1 and "I32" in r.stderr and r.stderr.count("\n") == 1
-    assert not os.path.exists(str(tmp_path / "int.gguf"))
+    edit_safetensors_header(os.path.join(d, "model.safetensors"),
+                            lambda h: h["model.layers.0.mlp.up_proj.weight"].__setitem__("dtype", "I32"))
+    expect_refused(d, str(tmp_path / "int.gguf"), "I32")
     # never replaces an input; an existing unrelated output is replaced only on success
     d = str(tmp_path / "ok")
     make_checkpoint(d, "llama")
@@ -324,27 +331,14 @@ def test_qwen3moe_config_errors_are_one_line(tmp_path):
         config[key] = value
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(config, f)
-        out = str(tmp_path / (name.replace(" ", "_") + ".gguf"))
-        r = run("convert", d, out, "--quiet", ok=False)
-        assert r.returncode == 1, name
-        assert needle in r.stderr, (name, r.stderr)
-        assert r.stderr.count("\n") == 1, (name, r.stderr)
-        assert not os.path.exists(out), name
+        expect_refused(d, str(tmp_path / (name.replace(" ", "_") + ".gguf")), needle)
     # one expert's tensor absent from a per-expert checkpoint (renamed in the header)
     d = str(tmp_path / "missing_expert")
     shutil.copytree(src, d)
-    st = os.path.join(d, "model.safetensors")
-    with open(st, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    header["model.layers.1.mlp.experts.5.renamed"] = header.pop("model.layers.1.mlp.experts.5.up_proj.weight")
-    h = json.dumps(header).encode()
-    with open(st, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + data)
-    r = run("convert", d, str(tmp_path / "missing_expert.gguf"), "--quiet", ok=False)
-    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
-    assert "'model.layers.1.mlp.experts.5.up_proj.weight' is missing" in r.stderr, r.stderr
+    edit_safetensors_header(
+        os.path.join(d, "model.safetensors"),
+        lambda h: h.__setitem__("model.layers.1.mlp.experts.5.renamed", h.pop("model.layers.1.mlp.experts.5.up_proj.weight")))
+    expect_refused(d, str(tmp_path / "missing_expert.gguf"), "'model.layers.1.mlp.experts.5.up_proj.weight' is missing")
 
 
 def test_muse_layer_rope_theta(tmp_path):
