@@ -34,6 +34,15 @@ void avx512_packed_tile_q8_0(int64_t K, const void* group, const void* a, int64_
                              int64_t ldy, int n_valid);
 void avx512_packed_gemv_q8_0(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                              const int* n_valid);
+// packed_avx2.cpp
+void avx2_packed_tile_q4_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                           int64_t ldy, int n_valid);
+void avx2_packed_tile_q6_k(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                           int64_t ldy, int n_valid);
+void avx2_packed_gemv_q4_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                           const int* n_valid);
+void avx2_packed_gemv_q6_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                           const int* n_valid);
 }  // namespace impl
 
 namespace {
@@ -238,31 +247,34 @@ struct KernelPair {
   PackedGemv gemv = nullptr;
 };
 
-// The kernels of a packed type for an ISA: the scalar reference, or AVX-512 VNNI where the
-// CPU has it; none for the other ISAs and types (whose matrices then stay unpacked).
+// The kernels of a packed type for an ISA: the scalar reference; AVX-512 VNNI where the CPU
+// has it; AVX2 (`vpmaddubsw`) for the K-quants on the AVX2 ISA and on AVX-512 CPUs without
+// VNNI. None for the other ISAs and types (whose matrices then stay unpacked).
 KernelPair kernel_pair(GgmlType type, kernels::cpu::Isa isa) {
   using kernels::cpu::Isa;
-  if (type == GgmlType::Q4_1) {
-    if (isa == Isa::Scalar) return {ref_packed_tile_q41, ref_packed_gemv<ref_packed_tile_q41>};
-    if (isa == Isa::Avx512 && cpu_features().has_avx512_vnni())
-      return {impl::avx512_packed_tile_q4_1, impl::avx512_packed_gemv_q4_1};
-    return {};
+  const bool vnni = isa == Isa::Avx512 && cpu_features().has_avx512_vnni();
+  const bool avx2 = (isa == Isa::Avx2 || (isa == Isa::Avx512 && !vnni)) && cpu_features().has_avx2_fma();
+  switch (type) {
+    case GgmlType::Q4_1:
+      if (isa == Isa::Scalar) return {ref_packed_tile_q41, ref_packed_gemv<ref_packed_tile_q41>};
+      if (vnni) return {impl::avx512_packed_tile_q4_1, impl::avx512_packed_gemv_q4_1};
+      return {};
+    case GgmlType::Q8_0:
+      if (isa == Isa::Scalar) return {ref_packed_tile_q80, ref_packed_gemv<ref_packed_tile_q80>};
+      if (vnni) return {impl::avx512_packed_tile_q8_0, impl::avx512_packed_gemv_q8_0};
+      return {};
+    case GgmlType::Q4_K:
+      if (isa == Isa::Scalar) return {ref_packed_tile_q4k, ref_packed_gemv<ref_packed_tile_q4k>};
+      if (vnni) return {impl::avx512_packed_tile_q4_k, impl::avx512_packed_gemv_q4_k};
+      if (avx2) return {impl::avx2_packed_tile_q4_k, impl::avx2_packed_gemv_q4_k};
+      return {};
+    case GgmlType::Q6_K:
+      if (isa == Isa::Scalar) return {ref_packed_tile_q6k, ref_packed_gemv<ref_packed_tile_q6k>};
+      if (vnni) return {impl::avx512_packed_tile_q6_k, impl::avx512_packed_gemv_q6_k};
+      if (avx2) return {impl::avx2_packed_tile_q6_k, impl::avx2_packed_gemv_q6_k};
+      return {};
+    default: return {};
   }
-  if (type == GgmlType::Q8_0) {
-    if (isa == Isa::Scalar) return {ref_packed_tile_q80, ref_packed_gemv<ref_packed_tile_q80>};
-    if (isa == Isa::Avx512 && cpu_features().has_avx512_vnni())
-      return {impl::avx512_packed_tile_q8_0, impl::avx512_packed_gemv_q8_0};
-    return {};
-  }
-  const bool q4 = type == GgmlType::Q4_K;
-  if (!q4 && type != GgmlType::Q6_K) return {};
-  if (isa == Isa::Scalar)
-    return q4 ? KernelPair{ref_packed_tile_q4k, ref_packed_gemv<ref_packed_tile_q4k>}
-              : KernelPair{ref_packed_tile_q6k, ref_packed_gemv<ref_packed_tile_q6k>};
-  if (isa == Isa::Avx512 && cpu_features().has_avx512_vnni())
-    return q4 ? KernelPair{impl::avx512_packed_tile_q4_k, impl::avx512_packed_gemv_q4_k}
-              : KernelPair{impl::avx512_packed_tile_q6_k, impl::avx512_packed_gemv_q6_k};
-  return {};
 }
 
 }  // namespace

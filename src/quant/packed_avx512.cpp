@@ -17,8 +17,8 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
-#include "quant/count_dispatch.h"
 #include "quant/packed.h"
+#include "quant/packed_kernel_util.h"
 
 namespace squeeze::quant::impl {
 namespace {
@@ -27,21 +27,6 @@ inline __m512i broadcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm512_set1_epi32(v);
-}
-
-// Software prefetch of block i + kPrefetchBlocks, spread over the block's loop: part
-// `part` of `Parts` issues its share of the block's cache lines. The hardware prefetcher
-// alone left Q6_K's single-token (decode) loop waiting on memory (Q4_K's loop, with fewer
-// instructions per byte, and the multi-token tiles measured faster without it).
-constexpr int64_t kPrefetchBlocks = 1;
-template <size_t Bytes, int Parts>
-inline void prefetch_lines(const void* block, int part) {
-  constexpr int kLines = (Bytes + 63) / 64, kPer = (kLines + Parts - 1) / Parts;
-  const char* b = static_cast<const char*>(block);
-  // asm volatile: GCC deletes a loop of _mm_prefetch whose trip count is not a constant
-  // (the builtin counts as side-effect free and the loop as removable).
-  for (int l = part * kPer; l < (part + 1) * kPer && l < kLines; ++l)
-    asm volatile("prefetcht0 %0" : : "m"(*(b + 64 * l)));
 }
 
 template <int NT>
@@ -482,27 +467,10 @@ void gemv_q80(int64_t K, const PackedQ8_0* const* g, const BlockQ8_0* x, float* 
 
 }  // namespace
 
-// The exported entry points: the token or group count becomes a template argument.
-#define SQZ_PACKED_ENTRIES(suffix, tile, gemv, Group, Act)                                                      \
-  void avx512_packed_tile_##suffix(int64_t K, const void* group, const void* a, int64_t a_stride, int nt,     \
-                                   float* y, int64_t ldy, int n_valid) {                                       \
-    dispatch_count(nt, [&](auto n) {                                                                           \
-      tile<decltype(n)::value>(K, static_cast<const Group*>(group), static_cast<const uint8_t*>(a), a_stride, y, \
-                               ldy, n_valid);                                                                  \
-    });                                                                                                        \
-  }                                                                                                            \
-  void avx512_packed_gemv_##suffix(int64_t K, const void* const* groups, int ng, const void* a,              \
-                                   float* const* y, const int* n_valid) {                                      \
-    dispatch_count(ng, [&](auto n) {                                                                           \
-      gemv<decltype(n)::value>(K, reinterpret_cast<const Group* const*>(groups), static_cast<const Act*>(a), y, \
-                               n_valid);                                                                       \
-    });                                                                                                        \
-  }
-
-SQZ_PACKED_ENTRIES(q4_k, tile_q4k, gemv_q4k, PackedQ4K, BlockQ8_K)
-SQZ_PACKED_ENTRIES(q6_k, tile_q6k, gemv_q6k, PackedQ6K, BlockQ8_K)
-SQZ_PACKED_ENTRIES(q4_1, tile_q41, gemv_q41, PackedQ4_1, BlockQ8_0)
-SQZ_PACKED_ENTRIES(q8_0, tile_q80, gemv_q80, PackedQ8_0, BlockQ8_0)
+SQZ_PACKED_ENTRIES(avx512, q4_k, tile_q4k, gemv_q4k, PackedQ4K, BlockQ8_K)
+SQZ_PACKED_ENTRIES(avx512, q6_k, tile_q6k, gemv_q6k, PackedQ6K, BlockQ8_K)
+SQZ_PACKED_ENTRIES(avx512, q4_1, tile_q41, gemv_q41, PackedQ4_1, BlockQ8_0)
+SQZ_PACKED_ENTRIES(avx512, q8_0, tile_q80, gemv_q80, PackedQ8_0, BlockQ8_0)
 #undef SQZ_PACKED_ENTRIES
 
 }  // namespace squeeze::quant::impl

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "quant/matmul.h"
@@ -310,6 +311,65 @@ TEST_P(PackedTypes, EveryIsaTileEqualsScalarReferenceBitForBit) {
     }
   }
   EXPECT_GE(checked, 1);
+}
+
+// The largest codes against the largest activations of either sign (|a| up to 128, past
+// the Q8_K quantizer's 127): the SIMD kernels' narrow (i16) partial sums must not wrap or
+// saturate, so every ISA still equals the scalar reference bit for bit. Rows alternate the
+// scale's sign (Q6_K) so that errors of a wrapped sum could not cancel.
+TEST(PackedMatmul, ExtremeCodesEqualScalarReference) {
+  constexpr int64_t cols = 2 * kQK_K, rows = 16;
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    std::vector<uint8_t> w(static_cast<size_t>(rows * row_bytes(type, cols)));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < cols / kQK_K; ++b) {
+        uint8_t* blk = w.data() + r * row_bytes(type, cols) + b * traits(type).block_bytes;
+        if (type == GgmlType::Q4_K) {
+          auto* q = reinterpret_cast<BlockQ4_K*>(blk);
+          q->d = f32_to_f16(0.5f + r), q->dmin = f32_to_f16(0.25f);
+          std::memset(q->scales, 0xFF, sizeof q->scales);  // every scale and min 63
+          std::memset(q->qs, r % 3 ? 0xFF : 0xF0, sizeof q->qs);  // codes 15 (and 0)
+        } else {
+          auto* q = reinterpret_cast<BlockQ6_K*>(blk);
+          q->d = f32_to_f16(0.5f + r);
+          std::memset(q->ql, 0xFF, sizeof q->ql), std::memset(q->qh, 0xFF, sizeof q->qh);  // codes 63
+          for (int j = 0; j < 16; ++j) q->scales[j] = static_cast<int8_t>(r % 2 ? 127 : -128);
+        }
+      }
+    std::vector<uint8_t> packed(static_cast<size_t>(packed_bytes(type, rows, cols)));
+    pack_matrix(type, w.data(), rows, cols, packed.data());
+    const int64_t astride = row_bytes(GgmlType::Q8_K, cols);
+    std::vector<uint8_t> act(kPackTokens * astride);
+    for (int t = 0; t < kPackTokens; ++t)
+      for (int64_t b = 0; b < cols / kQK_K; ++b) {
+        auto* x = reinterpret_cast<BlockQ8_K*>(act.data() + t * astride) + b;
+        x->d = 1.0f / (1 + t);
+        // Tokens 0 and 1 one sign throughout (the largest sums), 2 and 3 a sign per 64 codes.
+        for (int k = 0; k < kQK_K; ++k) x->qs[k] = static_cast<int8_t>((t < 2 ? t : t + k / 64) % 2 ? -128 : 127);
+        for (int j = 0; j < 16; ++j) {
+          int s = 0;
+          for (int k = 0; k < 16; ++k) s += x->qs[16 * j + k];
+          x->bsums[j] = static_cast<int16_t>(s);
+        }
+      }
+    const PackedTile ref = packed_tile(type, Isa::Scalar);
+    std::vector<float> want(kPackTokens * rows);
+    for (int t = 0; t < kPackTokens; ++t) ref(cols, packed.data(), act.data() + t * astride, astride, 1, want.data() + t * rows, rows, rows);
+    for (Isa isa : test::all_isas()) {
+      const PackedTile tile = packed_tile(type, isa);
+      if (!tile || isa == Isa::Scalar) continue;
+      std::vector<float> got(want.size(), -7.0f);
+      tile(cols, packed.data(), act.data(), astride, kPackTokens, got.data(), rows, rows);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << traits(type).name << " " << kernels::cpu::isa_name(isa) << " at " << i;
+      const void* group = packed.data();
+      float* y = got.data();
+      const int valid = rows;
+      packed_gemv(type, isa)(cols, &group, 1, act.data(), &y, &valid);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(got[r], want[r]) << traits(type).name << " gemv " << kernels::cpu::isa_name(isa) << " row " << r;
+    }
+  }
 }
 
 // The packed product through gemm() (every batch size) and gemv(): each row bit-identical
