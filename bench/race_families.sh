@@ -9,7 +9,7 @@
 # Models (build/race/, made once): Llama 3.2 1B (tied embeddings, Llama 3 RoPE divisors) and
 # Qwen3-4B (QK-norm, tied), `squeeze make-model --config llama3.2-1b|qwen3-4b --type F16`
 # quantized to Q4_K_M by llama-quantize (llama.cpp's own mix, which squeeze then reads).
-# Tests: pp512, tg128, tg32 at depth 4096 (RACE_DEPTH), f16 KV, 2 threads; each engine runs
+# Tests: pp512, tg128, tg32 at depth 4096 (RACE_DEPTH; 0 skips it), f16 KV, 2 threads; each engine runs
 # each test in two rounds with the order of engines reversed in the second; the ratio is of
 # the mean tokens/s. llama.cpp and ik_llama.cpp run with flash attention on (their
 # fastest CPU setting here); their builds and flags are printed with the table.

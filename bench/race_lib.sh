@@ -38,11 +38,13 @@ for r in csv.DictReader(sys.stdin):
 }
 run_llama() {  # model
   "$LLAMA_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -fa 1 -o csv -p 512 -n 128 2>/dev/null | parse_llama_bench llama.cpp "$(basename "$1")"
+  [ "$DEPTH" = 0 ] && return
   "$LLAMA_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -fa 1 -o csv -p 0 -n 32 -d "$DEPTH" 2>/dev/null |
     parse_llama_bench llama.cpp "$(basename "$1")"
 }
 run_ik() {  # model
   "$IK_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -fa 1 -o csv -p 512 -n 128 2>/dev/null | parse_llama_bench ik_llama.cpp "$(basename "$1")"
+  [ "$DEPTH" = 0 ] && return
   "$IK_BIN/llama-bench" -m "$1" -t 2 -r "$REPS" -fa 1 -o csv -p 0 -n 0 -gp "$DEPTH,32" 2>/dev/null |
     parse_llama_bench ik_llama.cpp "$(basename "$1")"
 }
@@ -51,6 +53,7 @@ run_squeeze() {  # model
 import csv, sys
 for r in csv.DictReader(sys.stdin):
     print("squeeze,%s,%s,%.3f" % (sys.argv[1], r["test"], float(r["t_per_s"])))' "$(basename "$1")"
+  [ "$DEPTH" = 0 ] && return
   "$SQ" bench -m "$1" -t 2 -r "$REPS" --kv f16 --csv -p 0 -n 32 -d "$DEPTH" | python3 -c '
 import csv, sys
 for r in csv.DictReader(sys.stdin):

@@ -380,9 +380,8 @@ class StepRunner {
     ExpertFfn f;
     f.down = L.down_exps.expert(e);
     if (c_.fused_gate_up_exps) {
-      f.gate = f.up = L.gate_up_exps.expert(e);
-      f.gate.rows = f.up.rows = c_.n_ff_exp;
-      f.up.data = static_cast<const uint8_t*>(f.up.data) + c_.n_ff_exp * quant::row_bytes(f.up.type, f.up.cols);
+      f.gate = L.gate_up_exps.rows_of(e, 0, c_.n_ff_exp);
+      f.up = L.gate_up_exps.rows_of(e, c_.n_ff_exp, c_.n_ff_exp);
     } else {
       f.gate = L.gate_exps.expert(e);
       f.up = L.up_exps.expert(e);

@@ -1,10 +1,12 @@
 // model/weights.cpp
 #include "model/weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "quant/packed.h"
 #include "quant/traits.h"
 
@@ -34,9 +36,17 @@ void pack_all(const gguf::File& f, std::span<const PackJob> jobs, std::vector<Al
   for (const PackJob& j : jobs) total += bytes(*j.m);
   if (total == 0) return;
   auto* base = static_cast<std::byte*>(storage.emplace_back(total).data());
+  // Groups pack independently: the threads share each matrix (the first touch of the new
+  // pages, which on a VM is most of the cost, spreads over them too).
+  ThreadPool& pool = default_thread_pool();
   for (const PackJob& j : jobs) {
     quant::QMatrix& m = *j.m;
-    quant::pack_matrix(m.type, m.data, m.rows, m.cols, base);
+    const int64_t rb = quant::row_bytes(m.type, m.cols), gb = quant::packed_group_bytes(m.type, m.cols);
+    const auto* src = static_cast<const uint8_t*>(m.data);
+    pool.parallel_for(0, (m.rows + quant::kPackRows - 1) / quant::kPackRows, [&](int64_t g0, int64_t g1) {
+      const int64_t r0 = g0 * quant::kPackRows, r1 = std::min(m.rows, g1 * quant::kPackRows);
+      quant::pack_matrix(m.type, src + r0 * rb, r1 - r0, m.cols, base + g0 * gb);
+    }, {ThreadPool::Schedule::Dynamic, 16});
     m.packed = base;
     base += bytes(m);
     if (!j.keep) f.release_pages(m.data, static_cast<size_t>(m.rows * quant::row_bytes(m.type, m.cols)));
@@ -66,15 +76,24 @@ void dequantize_row(const quant::QMatrix& m, int64_t row, float* out) {
   tr.dequantize_row(static_cast<const uint8_t*>(m.data) + row * rb, out, m.cols);
 }
 
-quant::QMatrix ExpertStack::expert(int64_t e) const {
+quant::QMatrix ExpertStack::expert(int64_t e) const { return rows_of(e, 0, all.rows / n_expert); }
+
+quant::QMatrix ExpertStack::rows_of(int64_t e, int64_t first, int64_t count) const {
   SQZ_CHECK(e >= 0 && e < n_expert, "expert ", e, " out of range [0, ", n_expert, ")");
-  const int64_t rows = all.rows / n_expert;
+  const int64_t per = all.rows / n_expert, row0 = e * per + first;
+  SQZ_CHECK(first >= 0 && count >= 0 && first + count <= per, "rows [", first, ", ", first + count, ") of an expert of ",
+            per, " rows");
   quant::QMatrix m = all;
-  m.rows = rows;
-  m.data = static_cast<const uint8_t*>(all.data) + e * rows * quant::row_bytes(all.type, all.cols);
-  m.packed = nullptr;
+  m.rows = count;
+  m.data = static_cast<const uint8_t*>(all.data) + row0 * quant::row_bytes(all.type, all.cols);
+  // The packed groups hold kPackRows rows each: a view starting inside one has no packed form.
+  m.packed = all.packed && row0 % quant::kPackRows == 0
+                 ? static_cast<const uint8_t*>(all.packed) + row0 / quant::kPackRows * quant::packed_group_bytes(all.type, all.cols)
+                 : nullptr;
   return m;
 }
+
+bool ExpertStack::packable() const { return n_expert > 0 && all.rows % n_expert == 0 && all.rows / n_expert % quant::kPackRows == 0; }
 
 namespace {
 
@@ -153,6 +172,9 @@ Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
       *s.values = read_f32(f, t.name);
     } else if (s.experts) {
       *s.experts = {.all = bind_matrix(f, t.name), .n_expert = t.ne2};
+      // Each expert's rows start a packed group, so its view (and a fused gate/up's halves,
+      // which forward.cpp takes packed only when they too start one) runs the packed tile.
+      if (s.experts->packable() && quant::packs(s.experts->all.type)) jobs.push_back({&s.experts->all, false});
     } else {
       *s.matrix = bind_matrix(f, t.name);
       // The embedding's rows stay as they are for the lookup; a tied head packs its own copy below.

@@ -19,6 +19,11 @@ struct ExpertStack {
   quant::QMatrix all;
   int64_t n_expert = 0;
   quant::QMatrix expert(int64_t e) const;
+  // Rows [first, first + count) of expert e (a fused gate/up's halves); packed when `all`
+  // is and the view starts a packed group.
+  quant::QMatrix rows_of(int64_t e, int64_t first, int64_t count) const;
+  // Every expert's rows fill whole packed groups (quant/packed.h), so `all` may be packed.
+  bool packable() const;
 };
 
 // One layer's tensors (model/tensor_table.h); what the config's options and the layer's
