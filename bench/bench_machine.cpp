@@ -1,8 +1,9 @@
 // bench/bench_machine.cpp — this machine's ceilings, the roofline every report uses:
-// DRAM read bandwidth, write-mixed bandwidth (copy, in-place update, STREAM triad) and
-// the peak f32 FMA rate, on 1 and 2 threads. Each array is at least 4x the L3 (and at
-// least 256 MiB): a VM may report a large shared L3 (480 MiB here), and a working set
-// that partly fits in it reads faster than DRAM, which would flatter every ceiling.
+// DRAM read bandwidth, write-mixed bandwidth (copy, in-place update, STREAM triad), the
+// peak f32 FMA rate and the peak 8-bit integer dot rate, on 1 and 2 threads. Each array
+// is at least 4x the L3 (and at least 256 MiB): a VM may report a large shared L3 (480 MiB
+// here), and a working set that partly fits in it reads faster than DRAM, which would
+// flatter every ceiling.
 // SQUEEZE_PROBE_MIB overrides the size.
 //
 // A ceiling must bound every kernel measured against it, so each one is the best of
@@ -213,6 +214,48 @@ void fma_peak(benchmark::State& state, float (*chains)(int64_t), int lanes) {
       static_cast<double>(state.iterations()) * kIters * 12 * lanes * 2 * pool.size(), benchmark::Counter::kIsRate);
 }
 
+// The 8-bit integer dot peak the packed kernels (src/quant/packed_*.cpp) are measured
+// against: 12 independent accumulator chains per thread of AVX2 `vpmaddubsw` + `vpaddw`
+// (32 multiply-adds per pair, the AVX2 kernels' inner step) or AVX-512 VNNI `vpdpbusd`
+// (64 per instruction); 2 integer ops per multiply-add.
+#define SQUEEZE_INT8_CHAINS(V, SET1, STEP)                                          \
+  V acc[12];                                                                       \
+  for (int j = 0; j < 12; ++j) acc[j] = SET1(static_cast<char>(j));                \
+  V w = SET1(3), a = SET1(5);                                                      \
+  for (int64_t it = 0; it < iters; ++it) {                                         \
+    _Pragma("GCC unroll 12") for (int j = 0; j < 12; ++j) acc[j] = STEP(acc[j], w, a); \
+    asm volatile("" : "+v"(w));                                                    \
+  }                                                                                \
+  int out[sizeof(V) / sizeof(int)];                                                \
+  __builtin_memcpy(out, &acc[0], sizeof(V));                                       \
+  int s = out[0];                                                                  \
+  for (int j = 1; j < 12; ++j) {                                                   \
+    __builtin_memcpy(out, &acc[j], sizeof(V));                                     \
+    s += out[0];                                                                   \
+  }                                                                                \
+  return s;
+
+__attribute__((target("avx2"))) inline __m256i maddubs_step(__m256i acc, __m256i w, __m256i a) {
+  return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, a));
+}
+__attribute__((target("avx2"))) int int8_chains_avx2(int64_t iters) {
+  SQUEEZE_INT8_CHAINS(__m256i, _mm256_set1_epi8, maddubs_step)
+}
+__attribute__((target("avx512f,avx512vnni"))) int int8_chains_vnni(int64_t iters) {
+  SQUEEZE_INT8_CHAINS(__m512i, _mm512_set1_epi8, _mm512_dpbusd_epi32)
+}
+#undef SQUEEZE_INT8_CHAINS
+
+void int8_peak(benchmark::State& state, int (*chains)(int64_t), int macs_per_step) {
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  constexpr int64_t kIters = 1 << 20;
+  for (auto _ : state) {
+    pool.run_on_all([&](int, int) { benchmark::DoNotOptimize(chains(kIters)); });
+  }
+  state.counters["int_ops"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kIters * 12 * macs_per_step * 2 * pool.size(), benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   const bool avx512 = squeeze::cpu_features().avx512f;
   auto reg = [](const std::string& name, auto fn) {
@@ -237,6 +280,9 @@ void register_all() {
   reg("BM_triad_bandwidth", BM_triad_bandwidth);
   reg("BM_fma_peak_avx2", [](benchmark::State& st) { fma_peak(st, fma_chains_avx2, 8); });
   if (avx512) reg("BM_fma_peak_avx512", [](benchmark::State& st) { fma_peak(st, fma_chains_avx512, 16); });
+  reg("BM_int8_peak_avx2", [](benchmark::State& st) { int8_peak(st, int8_chains_avx2, 32); });
+  if (squeeze::cpu_features().has_avx512_vnni())
+    reg("BM_int8_peak_avx512_vnni", [](benchmark::State& st) { int8_peak(st, int8_chains_vnni, 64); });
 }
 
 }  // namespace

@@ -43,6 +43,14 @@ void avx2_packed_gemv_q4_k(int64_t K, const void* const* groups, int ng, const v
                            const int* n_valid);
 void avx2_packed_gemv_q6_k(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                            const int* n_valid);
+void avx2_packed_tile_q4_1(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                           int64_t ldy, int n_valid);
+void avx2_packed_gemv_q4_1(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                           const int* n_valid);
+void avx2_packed_tile_q8_0(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                           int64_t ldy, int n_valid);
+void avx2_packed_gemv_q8_0(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                           const int* n_valid);
 }  // namespace impl
 
 namespace {
@@ -248,8 +256,8 @@ struct KernelPair {
 };
 
 // The kernels of a packed type for an ISA: the scalar reference; AVX-512 VNNI where the CPU
-// has it; AVX2 (`vpmaddubsw`) for the K-quants on the AVX2 ISA and on AVX-512 CPUs without
-// VNNI. None for the other ISAs and types (whose matrices then stay unpacked).
+// has it; AVX2 (`vpmaddubsw`) on the AVX2 ISA and on AVX-512 CPUs without VNNI. None for
+// the other types (whose matrices then stay unpacked).
 KernelPair kernel_pair(GgmlType type, kernels::cpu::Isa isa) {
   using kernels::cpu::Isa;
   const bool vnni = isa == Isa::Avx512 && cpu_features().has_avx512_vnni();
@@ -258,10 +266,12 @@ KernelPair kernel_pair(GgmlType type, kernels::cpu::Isa isa) {
     case GgmlType::Q4_1:
       if (isa == Isa::Scalar) return {ref_packed_tile_q41, ref_packed_gemv<ref_packed_tile_q41>};
       if (vnni) return {impl::avx512_packed_tile_q4_1, impl::avx512_packed_gemv_q4_1};
+      if (avx2) return {impl::avx2_packed_tile_q4_1, impl::avx2_packed_gemv_q4_1};
       return {};
     case GgmlType::Q8_0:
       if (isa == Isa::Scalar) return {ref_packed_tile_q80, ref_packed_gemv<ref_packed_tile_q80>};
       if (vnni) return {impl::avx512_packed_tile_q8_0, impl::avx512_packed_gemv_q8_0};
+      if (avx2) return {impl::avx2_packed_tile_q8_0, impl::avx2_packed_gemv_q8_0};
       return {};
     case GgmlType::Q4_K:
       if (isa == Isa::Scalar) return {ref_packed_tile_q4k, ref_packed_gemv<ref_packed_tile_q4k>};

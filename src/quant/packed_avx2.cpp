@@ -1,5 +1,5 @@
-// quant/packed_avx2.cpp — the packed Q4_K and Q6_K × Q8_K tiles and GEMVs with AVX2 (no
-// VNNI). Compiled with squeeze_isa_sources(avx2 ...).
+// quant/packed_avx2.cpp — the packed Q4_K and Q6_K × Q8_K and Q4_1 and Q8_0 × Q8_0 tiles
+// and GEMVs with AVX2 (no VNNI). Compiled with squeeze_isa_sources(avx2 ...).
 //
 // A ymm holds 4 codes of each of 8 rows: a packed group (quant/packed.h) is two such halves
 // per 64-byte slab, taken one after the other. `vpmaddubsw` multiplies the unsigned codes
@@ -333,10 +333,184 @@ void gemv_q6k(int64_t K, const PackedQ6K* const* g, const BlockQ8_K* x, float* c
     for (int h = 0; h < 2; ++h) store_first(y[k] + 8 * h, acc[k][h], half_valid(n_valid[k], h));
 }
 
+// ---- Q4_1 and Q8_0 (× Q8_0 activations with block sums) ----
+
+// Q4_1: per block, half and token, 8 vpmaddubsw over the group's four quads into one i16
+// accumulator (4·2·2·15·128 = 30720 fits), one vpmaddwd to i32, then the d and m terms as
+// the reference orders them.
+template <int NT>
+void tile_q41(int64_t K, const PackedQ4_1* g, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy,
+              int n_valid) {
+  const BlockQ8_0* x[NT];
+  const int16_t* sums[NT];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+    x[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+    sums[t] = act_block_sums(x[t], K);
+  }
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1);
+  const int64_t nb = K / kQK;
+  // Half by half over the whole row: a block is too small to amortise keeping both halves'
+  // accumulators live (they spilled).
+#pragma GCC unroll 1
+  for (int h = 0; h < 2; ++h) {
+    __m256 acc[NT];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const PackedQ4_1& p = g[i];
+      __m256i d16[NT];
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) d16[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const __m256i w = load256(p.qs[q][8 * h]);
+        const __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t)
+          d16[t] = _mm256_add_epi16(d16[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(x[t][i].qs + 4 * q)),
+                                                             _mm256_maddubs_epi16(hi, broadcast4(x[t][i].qs + 16 + 4 * q))));
+      }
+      const __m256 d = _mm256_cvtph_ps(load128(p.d + 8 * h)), m = _mm256_cvtph_ps(load128(p.m + 8 * h));
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const __m256 ad = _mm256_set1_ps(_cvtsh_ss(x[t][i].d));
+        const __m256i sumi = _mm256_madd_epi16(d16[t], ones16);
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi), acc[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(m, ad), _mm256_set1_ps(static_cast<float>(sums[t][i])), acc[t]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) store_first(y + t * ldy + 8 * h, acc[t], half_valid(n_valid, h));
+  }
+}
+
+// One token × NG groups in lockstep, half by half; per lane the operations of tile_q41<1>.
+template <int NG>
+void gemv_q41(int64_t K, const PackedQ4_1* const* g, const BlockQ8_0* x, float* const* y, const int* n_valid) {
+  const int16_t* sums = act_block_sums(x, K);
+  __m256 acc[NG][2];
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1);
+  const int64_t nb = K / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i alo[4], ahi[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) alo[q] = broadcast4(x[i].qs + 4 * q), ahi[q] = broadcast4(x[i].qs + 16 + 4 * q);
+    const __m256 ad = _mm256_set1_ps(_cvtsh_ss(x[i].d));
+    const __m256 sa = _mm256_set1_ps(static_cast<float>(sums[i]));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+      for (int k = 0; k < NG; ++k) {
+        const PackedQ4_1& p = g[k][i];
+        __m256i d16 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) {
+          const __m256i w = load256(p.qs[q][8 * h]);
+          d16 = _mm256_add_epi16(d16, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(w, m4), alo[q]),
+                                                       _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(w, 4), m4), ahi[q])));
+        }
+        const __m256 d = _mm256_cvtph_ps(load128(p.d + 8 * h)), m = _mm256_cvtph_ps(load128(p.m + 8 * h));
+        acc[k][h] = _mm256_fmadd_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, ones16)), acc[k][h]);
+        acc[k][h] = _mm256_fmadd_ps(_mm256_mul_ps(m, ad), sa, acc[k][h]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k)
+    for (int h = 0; h < 2; ++h) store_first(y[k] + 8 * h, acc[k][h], half_valid(n_valid[k], h));
+}
+
+// Q8_0: the stored codes u = q + 128 back to signed q (xor 0x80); vpmaddubsw takes |q| and
+// the activation with q's sign (exact: |q| ≤ 128, |a| ≤ 127, so a pair is ≤ 32512), one
+// vpmaddwd per quad widens to i32 (two pairs would not fit i16). Σ q·a is the reference's
+// Σ u·a − 128·Σ a, the same integer.
+struct Q80Codes {
+  __m256i mag, sgn;
+};
+inline Q80Codes q80_codes(const void* p) {
+  const __m256i q = _mm256_xor_si256(load256(p), _mm256_set1_epi8(static_cast<char>(0x80)));
+  return {_mm256_abs_epi8(q), q};
+}
+inline __m256i q80_quad(const Q80Codes& c, const int8_t* a, __m256i ones16) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(c.mag, _mm256_sign_epi8(broadcast4(a), c.sgn)), ones16);
+}
+
+template <int NT>
+void tile_q80(int64_t K, const PackedQ8_0* g, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy,
+              int n_valid) {
+  const BlockQ8_0* x[NT];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const int64_t nb = K / kQK;
+#pragma GCC unroll 1
+  for (int h = 0; h < 2; ++h) {  // half by half over the row, as tile_q41
+    __m256 acc[NT];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const PackedQ8_0& p = g[i];
+      __m256i sumi[NT];
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        const Q80Codes c = q80_codes(p.qs[q][8 * h]);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) sumi[t] = _mm256_add_epi32(sumi[t], q80_quad(c, x[t][i].qs + 4 * q, ones16));
+      }
+      const __m256 d = _mm256_cvtph_ps(load128(p.d + 8 * h));
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const __m256 ad = _mm256_set1_ps(_cvtsh_ss(x[t][i].d));
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) store_first(y + t * ldy + 8 * h, acc[t], half_valid(n_valid, h));
+  }
+}
+
+// One token × NG groups in lockstep, half by half; per lane the operations of tile_q80<1>.
+template <int NG>
+void gemv_q80(int64_t K, const PackedQ8_0* const* g, const BlockQ8_0* x, float* const* y, const int* n_valid) {
+  __m256 acc[NG][2];
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const int64_t nb = K / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256 ad = _mm256_set1_ps(_cvtsh_ss(x[i].d));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+      for (int k = 0; k < NG; ++k) {
+        const PackedQ8_0& p = g[k][i];
+        __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int q = 0; q < 8; q += 2) {
+          even = _mm256_add_epi32(even, q80_quad(q80_codes(p.qs[q][8 * h]), x[i].qs + 4 * q, ones16));
+          odd = _mm256_add_epi32(odd, q80_quad(q80_codes(p.qs[q + 1][8 * h]), x[i].qs + 4 * q + 4, ones16));
+        }
+        const __m256 d = _mm256_cvtph_ps(load128(p.d + 8 * h));
+        acc[k][h] = _mm256_fmadd_ps(_mm256_mul_ps(d, ad), _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd)), acc[k][h]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k)
+    for (int h = 0; h < 2; ++h) store_first(y[k] + 8 * h, acc[k][h], half_valid(n_valid[k], h));
+}
+
 }  // namespace
 
 SQZ_PACKED_ENTRIES(avx2, q4_k, tile_q4k, gemv_q4k, PackedQ4K, BlockQ8_K)
 SQZ_PACKED_ENTRIES(avx2, q6_k, tile_q6k, gemv_q6k, PackedQ6K, BlockQ8_K)
+SQZ_PACKED_ENTRIES(avx2, q4_1, tile_q41, gemv_q41, PackedQ4_1, BlockQ8_0)
+SQZ_PACKED_ENTRIES(avx2, q8_0, tile_q80, gemv_q80, PackedQ8_0, BlockQ8_0)
 #undef SQZ_PACKED_ENTRIES
 
 }  // namespace squeeze::quant::impl

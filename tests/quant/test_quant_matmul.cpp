@@ -313,45 +313,67 @@ TEST_P(PackedTypes, EveryIsaTileEqualsScalarReferenceBitForBit) {
   EXPECT_GE(checked, 1);
 }
 
-// The largest codes against the largest activations of either sign (|a| up to 128, past
-// the Q8_K quantizer's 127): the SIMD kernels' narrow (i16) partial sums must not wrap or
-// saturate, so every ISA still equals the scalar reference bit for bit. Rows alternate the
-// scale's sign (Q6_K) so that errors of a wrapped sum could not cancel.
+// The largest codes against the largest activations of either sign (K-quants: |a| up to
+// 128, past the Q8_K quantizer's 127; the 32-element types: 127, the Q8_0 quantizer's
+// range): the SIMD kernels' narrow (i16) partial sums must not wrap or saturate, so every
+// ISA still equals the scalar reference bit for bit. Rows alternate the scale's sign (Q6_K)
+// or the code's (Q8_0) so that errors of a wrapped sum could not cancel.
 TEST(PackedMatmul, ExtremeCodesEqualScalarReference) {
   constexpr int64_t cols = 2 * kQK_K, rows = 16;
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q8_0}) {
+    const int64_t block = traits(type).block_size;
     std::vector<uint8_t> w(static_cast<size_t>(rows * row_bytes(type, cols)));
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t b = 0; b < cols / kQK_K; ++b) {
+      for (int64_t b = 0; b < cols / block; ++b) {
         uint8_t* blk = w.data() + r * row_bytes(type, cols) + b * traits(type).block_bytes;
         if (type == GgmlType::Q4_K) {
           auto* q = reinterpret_cast<BlockQ4_K*>(blk);
           q->d = f32_to_f16(0.5f + r), q->dmin = f32_to_f16(0.25f);
           std::memset(q->scales, 0xFF, sizeof q->scales);  // every scale and min 63
           std::memset(q->qs, r % 3 ? 0xFF : 0xF0, sizeof q->qs);  // codes 15 (and 0)
-        } else {
+        } else if (type == GgmlType::Q6_K) {
           auto* q = reinterpret_cast<BlockQ6_K*>(blk);
           q->d = f32_to_f16(0.5f + r);
           std::memset(q->ql, 0xFF, sizeof q->ql), std::memset(q->qh, 0xFF, sizeof q->qh);  // codes 63
           for (int j = 0; j < 16; ++j) q->scales[j] = static_cast<int8_t>(r % 2 ? 127 : -128);
+        } else if (type == GgmlType::Q4_1) {
+          auto* q = reinterpret_cast<BlockQ4_1*>(blk);
+          q->d = f32_to_f16(0.5f + r), q->m = f32_to_f16(-0.25f);
+          std::memset(q->qs, 0xFF, sizeof q->qs);  // codes 15
+        } else {
+          auto* q = reinterpret_cast<BlockQ8_0*>(blk);
+          q->d = f32_to_f16(0.5f + r);
+          std::memset(q->qs, r % 2 ? 0x7F : 0x80, sizeof q->qs);  // codes 127 or -128
         }
       }
     std::vector<uint8_t> packed(static_cast<size_t>(packed_bytes(type, rows, cols)));
     pack_matrix(type, w.data(), rows, cols, packed.data());
-    const int64_t astride = row_bytes(GgmlType::Q8_K, cols);
+    const bool k_quant = block == kQK_K;
+    const int peak = k_quant ? 128 : 127;
+    const int64_t astride = row_bytes(k_quant ? GgmlType::Q8_K : GgmlType::Q8_0, cols) + (k_quant ? 0 : cols / kQK * 2);
     std::vector<uint8_t> act(kPackTokens * astride);
-    for (int t = 0; t < kPackTokens; ++t)
-      for (int64_t b = 0; b < cols / kQK_K; ++b) {
-        auto* x = reinterpret_cast<BlockQ8_K*>(act.data() + t * astride) + b;
-        x->d = 1.0f / (1 + t);
-        // Tokens 0 and 1 one sign throughout (the largest sums), 2 and 3 a sign per 64 codes.
-        for (int k = 0; k < kQK_K; ++k) x->qs[k] = static_cast<int8_t>((t < 2 ? t : t + k / 64) % 2 ? -128 : 127);
-        for (int j = 0; j < 16; ++j) {
-          int s = 0;
-          for (int k = 0; k < 16; ++k) s += x->qs[16 * j + k];
-          x->bsums[j] = static_cast<int16_t>(s);
+    for (int t = 0; t < kPackTokens; ++t) {
+      uint8_t* row = act.data() + t * astride;
+      // Tokens 0 and 1 one sign throughout (the largest sums), 2 and 3 a sign per 64 codes.
+      const auto code = [&](int64_t k) { return static_cast<int8_t>((t < 2 ? t : t + k / 64) % 2 ? -peak : 127); };
+      for (int64_t b = 0; b < cols / block; ++b) {
+        if (k_quant) {
+          auto* x = reinterpret_cast<BlockQ8_K*>(row) + b;
+          x->d = 1.0f / (1 + t);
+          for (int k = 0; k < kQK_K; ++k) x->qs[k] = code(b * kQK_K + k);
+          for (int j = 0; j < 16; ++j) {
+            int s = 0;
+            for (int k = 0; k < 16; ++k) s += x->qs[16 * j + k];
+            x->bsums[j] = static_cast<int16_t>(s);
+          }
+        } else {
+          auto* x = reinterpret_cast<BlockQ8_0*>(row) + b;
+          x->d = f32_to_f16(1.0f / (1 + t));
+          for (int k = 0; k < kQK; ++k) x->qs[k] = code(b * kQK + k);
         }
       }
+      if (!k_quant) write_act_block_sums(row, cols);
+    }
     const PackedTile ref = packed_tile(type, Isa::Scalar);
     std::vector<float> want(kPackTokens * rows);
     for (int t = 0; t < kPackTokens; ++t) ref(cols, packed.data(), act.data() + t * astride, astride, 1, want.data() + t * rows, rows, rows);
