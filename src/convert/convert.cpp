@@ -146,11 +146,9 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
       const model::TensorRole role{.name = t.gguf_name, .row_length = cols, .n_dims = static_cast<int>(t.dims.size()),
                                    .layer = model::layer_of(t.gguf_name), .n_layer = c.n_layer,
                                    .tied_output = c.tied_output};
-      const GgmlType want = model::preset_tensor_type(*preset, role);
-      type = model::fit_row_type(want, cols, model::RowFallback::computable);
-      if (type != want)
-        r.fallbacks.push_back(t.gguf_name + ": " + std::string(gguf::ggml_type_info(want).name) + " → " +
-                              std::string(gguf::ggml_type_info(type).name) + " (row " + std::to_string(cols) + ")");
+      model::FittedType fitted = model::fitted_preset_type(*preset, role);
+      type = fitted.type;
+      if (!fitted.fallback.empty()) r.fallbacks.push_back(std::move(fitted.fallback));
     }
     // Stacked experts: expert e's rows come from its own source tensor.
     std::vector<const safetensors::Tensor*> sources;

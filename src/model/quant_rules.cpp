@@ -97,4 +97,12 @@ GgmlType preset_tensor_type(const QuantPreset& p, const TensorRole& t) {
   return p.base;
 }
 
+FittedType fitted_preset_type(const QuantPreset& p, const TensorRole& t) {
+  const GgmlType want = preset_tensor_type(p, t);
+  const GgmlType got = fit_row_type(want, t.row_length, RowFallback::computable);
+  if (got == want) return {got, {}};
+  return {got, std::string(t.name) + ": " + std::string(gguf::ggml_type_info(want).name) + " → " +
+                   std::string(gguf::ggml_type_info(got).name) + " (row " + std::to_string(t.row_length) + ")"};
+}
+
 }  // namespace squeeze::model

@@ -69,4 +69,13 @@ bool is_output_head(const TensorRole& t);
 // The preset's type for the tensor, before fitting the row (fit_row_type).
 gguf::GgmlType preset_tensor_type(const QuantPreset& p, const TensorRole& t);
 
+// The preset's type fitted to the row as squeeze writes files (RowFallback::computable),
+// with the note a fallback leaves ("blk.0.ffn_down.weight: Q4_K → Q8_0 (row 576)"; empty
+// when the preset's type fits): what `squeeze convert` and `make-model --type PRESET` write.
+struct FittedType {
+  gguf::GgmlType type;
+  std::string fallback;
+};
+FittedType fitted_preset_type(const QuantPreset& p, const TensorRole& t);
+
 }  // namespace squeeze::model

@@ -39,15 +39,11 @@ std::vector<std::string> special_tokens() {
 }
 
 // A tensor's storage type and, when it had to fall back from the one asked for, why.
-struct TypeChoice {
-  gguf::GgmlType type;
-  std::string fallback;  // empty when none
-};
-using TypeRule = std::function<TypeChoice(const TensorShape&)>;
+using TypeRule = std::function<FittedType(const TensorShape&)>;
 
 // Matrices take `matrix_type`, or F32 when their row length does not fit its block.
 TypeRule plain_rule(gguf::GgmlType matrix_type) {
-  return [matrix_type](const TensorShape& s) -> TypeChoice {
+  return [matrix_type](const TensorShape& s) -> FittedType {
     if (!(s.kind == TensorKind::matrix && !s.is_vector())) return {gguf::GgmlType::F32, {}};
     if (s.ne0 % gguf::ggml_type_info(matrix_type).block_size != 0)
       return {gguf::GgmlType::F32, s.name + " kept as F32 (row length " + std::to_string(s.ne0) + " not a multiple of the " +
@@ -58,15 +54,11 @@ TypeRule plain_rule(gguf::GgmlType matrix_type) {
 
 // Each tensor the preset's type for it, fitted to the row length as convert fits it.
 TypeRule preset_rule(const QuantPreset& preset, const ModelConfig& c) {
-  return [preset, &c](const TensorShape& s) -> TypeChoice {
+  return [preset, &c](const TensorShape& s) -> FittedType {
     if (!(s.kind == TensorKind::matrix && !s.is_vector())) return {gguf::GgmlType::F32, {}};
     const TensorRole role{.name = s.name, .row_length = s.ne0, .n_dims = static_cast<int>(s.dims().size()),
                           .layer = s.layer, .n_layer = c.n_layer, .tied_output = c.tied_output};
-    const gguf::GgmlType want = preset_tensor_type(preset, role);
-    const gguf::GgmlType got = fit_row_type(want, s.ne0, RowFallback::computable);
-    if (got == want) return {got, {}};
-    return {got, s.name + ": " + std::string(gguf::ggml_type_info(want).name) + " → " +
-                     std::string(gguf::ggml_type_info(got).name) + " (row " + std::to_string(s.ne0) + ")"};
+    return fitted_preset_type(preset, role);
   };
 }
 
@@ -147,7 +139,7 @@ std::vector<std::string> add_random_tensors(gguf::Writer& w, const std::vector<T
     // 0; both stay F32. Matrices take the weight type.
     const bool is_matrix = s.kind == TensorKind::matrix && !s.is_vector();
     const bool around_one = s.kind == TensorKind::norm || (s.kind == TensorKind::matrix && s.is_vector());
-    const TypeChoice choice = rule(s);
+    const FittedType choice = rule(s);
     if (!choice.fallback.empty()) fallbacks.push_back(choice.fallback);
     const gguf::GgmlType type = choice.type;
     // Generated while the file is written, one tensor at a time, each from its own seed.
