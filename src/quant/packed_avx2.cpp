@@ -48,6 +48,11 @@ inline void store_first(float* y, __m256 v, int n) {
 // Rows 8h .. 8h+7 of a group: how many of them are valid.
 inline int half_valid(int n_valid, int h) { return n_valid - 8 * h < 0 ? 0 : (n_valid - 8 * h > 8 ? 8 : n_valid - 8 * h); }
 
+// Writes a group's valid rows from its two halves' accumulators.
+inline void store_group(float* y, const __m256 (&acc)[2], int n_valid) {
+  for (int h = 0; h < 2; ++h) store_first(y + 8 * h, acc[h], half_valid(n_valid, h));
+}
+
 // ---- Q4_K ----
 
 // 8 unsigned byte scales (one per row) as i16 pairs (s, s): the vpmaddwd multiplier that
@@ -137,8 +142,7 @@ void tile_q4k(int64_t K, const PackedQ4K* g, const uint8_t* a, int64_t a_stride,
     }
   }
 #pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t)
-    for (int h = 0; h < 2; ++h) store_first(y + t * ldy + 8 * h, acc[t][h], half_valid(n_valid, h));
+  for (int t = 0; t < NT; ++t) store_group(y + t * ldy, acc[t], n_valid);
 }
 
 // One token × NG groups in lockstep (NG weight streams in flight), half by half; per lane
@@ -192,8 +196,7 @@ void gemv_q4k(int64_t K, const PackedQ4K* const* g, const BlockQ8_K* x, float* c
     }
   }
 #pragma GCC unroll 4
-  for (int k = 0; k < NG; ++k)
-    for (int h = 0; h < 2; ++h) store_first(y[k] + 8 * h, acc[k][h], half_valid(n_valid[k], h));
+  for (int k = 0; k < NG; ++k) store_group(y[k], acc[k], n_valid[k]);
 }
 
 // ---- Q6_K ----
@@ -287,8 +290,7 @@ void tile_q6k(int64_t K, const PackedQ6K* g, const uint8_t* a, int64_t a_stride,
     }
   }
 #pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t)
-    for (int h = 0; h < 2; ++h) store_first(y + t * ldy + 8 * h, acc[t][h], half_valid(n_valid, h));
+  for (int t = 0; t < NT; ++t) store_group(y + t * ldy, acc[t], n_valid);
 }
 
 // One token × NG groups in lockstep, half by half; per lane the operations of tile_q6k<1>.
@@ -329,8 +331,7 @@ void gemv_q6k(int64_t K, const PackedQ6K* const* g, const BlockQ8_K* x, float* c
     }
   }
 #pragma GCC unroll 4
-  for (int k = 0; k < NG; ++k)
-    for (int h = 0; h < 2; ++h) store_first(y[k] + 8 * h, acc[k][h], half_valid(n_valid[k], h));
+  for (int k = 0; k < NG; ++k) store_group(y[k], acc[k], n_valid[k]);
 }
 
 // ---- Q4_1 and Q8_0 (× Q8_0 activations with block sums) ----
@@ -419,8 +420,7 @@ void gemv_q41(int64_t K, const PackedQ4_1* const* g, const BlockQ8_0* x, float* 
     }
   }
 #pragma GCC unroll 4
-  for (int k = 0; k < NG; ++k)
-    for (int h = 0; h < 2; ++h) store_first(y[k] + 8 * h, acc[k][h], half_valid(n_valid[k], h));
+  for (int k = 0; k < NG; ++k) store_group(y[k], acc[k], n_valid[k]);
 }
 
 // Q8_0: the stored codes u = q + 128 back to signed q (xor 0x80); vpmaddubsw takes |q| and
@@ -501,8 +501,7 @@ void gemv_q80(int64_t K, const PackedQ8_0* const* g, const BlockQ8_0* x, float* 
     }
   }
 #pragma GCC unroll 4
-  for (int k = 0; k < NG; ++k)
-    for (int h = 0; h < 2; ++h) store_first(y[k] + 8 * h, acc[k][h], half_valid(n_valid[k], h));
+  for (int k = 0; k < NG; ++k) store_group(y[k], acc[k], n_valid[k]);
 }
 
 }  // namespace
