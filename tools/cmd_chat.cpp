@@ -162,8 +162,10 @@ int run_chat(int argc, char** argv) {
   // An image is read and encoded once, when attached: later turns re-render it from these
   // features even if the file changes or goes away.
   std::map<std::string, std::shared_ptr<const squeeze::vision::ImageFeatures>> attached;
+  std::string rendering;  // the last one: the turn's prompt once fit_prompt accepts it
   const EncodeFn encode = [&](const squeeze::chat::Json& m) {
-    std::vector<int32_t> ids = format.tokenize(format.render(m, true, nullptr, reasoning.template_variables()));
+    rendering = format.render(m, true, nullptr, reasoning.template_variables());
+    std::vector<int32_t> ids = format.tokenize(rendering);
     if (!image_inputs) return ids;
     std::vector<std::shared_ptr<const squeeze::vision::ImageFeatures>> images;
     for (const std::string& f : image_paths(m)) images.push_back(attached.at(f));
@@ -270,7 +272,7 @@ int run_chat(int argc, char** argv) {
 
     std::string answer;
     // The thinking (as the model's framing separates it) goes to stderr, the answer to stdout.
-    ThinkingPrinter printer(format.output_parser(), [](const std::string& t) { std::fputs(t.c_str(), stderr); },
+    ThinkingPrinter printer(format.output_parser({}, rendering), [](const std::string& t) { std::fputs(t.c_str(), stderr); },
                             [&answer](const std::string& t) {
                               answer += t;
                               emit_stdout(t);
@@ -281,7 +283,7 @@ int run_chat(int argc, char** argv) {
         {.stop = {.eos_ids = args.has("--ignore-eos") ? std::vector<int32_t>{} : stop_ids, .max_tokens = n_predict},
          .n_ctx = n_ctx,
          .render_control = format.renders_control()},
-        reasoning.new_turn(), banned);
+        reasoning.new_turn(format.prompt_opens_thinking(rendering)), banned);
     seq.start(session.position(), std::span<const int32_t>(fitted->ids).subspan(prefill.reused));
     const auto t1 = Clock::now();
     g_interrupt.store(false);  // a Ctrl-C from here on interrupts the answer, not the next prompt

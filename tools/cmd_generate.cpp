@@ -120,6 +120,7 @@ int run_generate(int argc, char** argv) {
   const auto& tok = model->tokenizer();
   std::optional<squeeze::generate::ChatFormat> format;
   std::vector<int32_t> prompt;
+  std::string rendering;  // a chat's prompt as the template wrote it
   ReasoningSettings reasoning;
   if (chat) {
     format.emplace(*model);  // fails naming tokenizer.chat_template when the model has none
@@ -127,8 +128,9 @@ int run_generate(int argc, char** argv) {
     squeeze::generate::Conversation conversation;
     if (args.has("--system")) conversation.set_system(args.get("--system"));
     conversation.add("user", args.get("--prompt"), {}, image_files);
-    prompt = format->tokenize(format->render(conversation.to_json(), /*add_generation_prompt=*/true, nullptr,
-                                             reasoning.template_variables()));
+    rendering = format->render(conversation.to_json(), /*add_generation_prompt=*/true, nullptr,
+                               reasoning.template_variables());
+    prompt = format->tokenize(rendering);
   } else if (args.has("--tokens")) {
     prompt = parse_token_ids(args.get("--tokens"), model->config().n_vocab);
   } else {
@@ -166,13 +168,13 @@ int run_generate(int argc, char** argv) {
   // A chat: the thinking (as the model's framing separates it) goes to stderr, the answer to
   // stdout; a raw prompt's continuation is printed as it comes.
   std::optional<ThinkingPrinter> printer;
-  if (chat) printer.emplace(format->output_parser(), [](const std::string& t) { std::fputs(t.c_str(), stderr); }, emit);
+  if (chat) printer.emplace(format->output_parser({}, rendering), [](const std::string& t) { std::fputs(t.c_str(), stderr); }, emit);
   if (args.has("--stop")) stop.stop_strings = {args.get("--stop")};
   stop.max_tokens = n_predict;
   const std::vector<int32_t> banned = squeeze::generate::unused_tokens(tok);
   squeeze::generate::Sequence seq(tok, squeeze::text::Sampler(sampler_params(args)),
                                   {.stop = stop, .n_ctx = session.n_ctx(), .render_control = chat && format->renders_control()},
-                                  reasoning.new_turn(), banned);
+                                  reasoning.new_turn(chat && format->prompt_opens_thinking(rendering)), banned);
 
   if (!chat) emit(args.has("--prompt") ? args.get("--prompt") : tok.decode(prompt));  // a chat prints only the answer, as `squeeze chat` does
 

@@ -24,9 +24,11 @@ chat::Json ReasoningSettings::template_variables() const {
   return vars;
 }
 
-std::unique_ptr<generate::ThinkingBudget> ReasoningSettings::new_turn() const {
+std::unique_ptr<generate::ThinkingBudget> ReasoningSettings::new_turn(bool starts_in_thinking) const {
   if (!thinks || !budget) return nullptr;
-  return std::make_unique<generate::ThinkingBudget>(vocab, *budget);
+  auto b = std::make_unique<generate::ThinkingBudget>(vocab, *budget);
+  if (starts_in_thinking) b->start_in_thinking();
+  return b;
 }
 
 ReasoningSettings reasoning_settings(const Args& args, const model::Model& model) {

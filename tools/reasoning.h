@@ -29,8 +29,9 @@ struct ReasoningSettings {
   // reasoning_strength / reasoning_effort for the template, and enable_thinking false for
   // `none` (Qwen3's switch).
   chat::Json template_variables() const;
-  // A fresh per-turn counter (null without a budget).
-  std::unique_ptr<generate::ThinkingBudget> new_turn() const;
+  // A fresh per-turn counter (null without a budget); `starts_in_thinking`: the rendering
+  // already opened `<think>` (ChatFormat::prompt_opens_thinking).
+  std::unique_ptr<generate::ThinkingBudget> new_turn(bool starts_in_thinking = false) const;
 };
 
 // From the options and the model: the level's budget from the file's squeeze.reasoning.*

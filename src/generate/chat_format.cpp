@@ -55,14 +55,16 @@ ChatFormat::ChatFormat(const model::Model& model)
 std::unique_ptr<chat::OutputParser> ChatFormat::output_parser(chat::ToolParams tools, std::string_view prompt) const {
   switch (framing_) {
     case OutputFraming::muse_glimmer: return std::make_unique<chat::MuseGlimmerOutputParser>(std::move(tools));
-    case OutputFraming::tagged: {
-      while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' ')) prompt.remove_suffix(1);
-      return std::make_unique<chat::TaggedOutputParser>(thinks_in_tags_ && prompt.ends_with("<think>"));
-    }
+    case OutputFraming::tagged: return std::make_unique<chat::TaggedOutputParser>(prompt_opens_thinking(prompt));
     case OutputFraming::llama3_json: return std::make_unique<chat::Llama3OutputParser>();
     case OutputFraming::plain: break;
   }
   return std::make_unique<chat::PlainOutputParser>();
+}
+
+bool ChatFormat::prompt_opens_thinking(std::string_view prompt) const {
+  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' ')) prompt.remove_suffix(1);
+  return thinks_in_tags_ && prompt.ends_with("<think>");
 }
 
 OutputFraming output_framing(const text::Tokenizer& tok) {

@@ -63,6 +63,9 @@ class ChatFormat {
   // arguments of the calls it reads; `prompt` (the rendering the answer follows) tells
   // whether the template already opened the thinking (a generation prompt ending in <think>).
   std::unique_ptr<chat::OutputParser> output_parser(chat::ToolParams tools = {}, std::string_view prompt = {}) const;
+  // The rendering already opened the thinking (`<think>` at its end, before any trailing
+  // whitespace): the answer starts inside it, for the parser and the thinking budget.
+  bool prompt_opens_thinking(std::string_view prompt) const;
   // What the framing carries: tool calls the parser returns as calls; thinking apart from
   // the answer; thinking a budget can limit (generate/thinking_budget.h).
   bool calls_tools() const { return framing_ != OutputFraming::plain; }

@@ -122,6 +122,12 @@ ThinkingBudget::ThinkingBudget(std::shared_ptr<const ThinkingVocab> vocab, int64
   spent_ = budget == 0;
 }
 
+void ThinkingBudget::start_in_thinking() {
+  SQZ_CHECK(vocab_->kind == ThinkingVocab::Kind::think_tags, "only <think> framing starts a turn inside the thinking");
+  SQZ_CHECK(state_ == State::header && used_ == 0 && held_.empty(), "start_in_thinking() after the turn began");
+  state_ = State::thinking;
+}
+
 bool ThinkingBudget::starts_word(int32_t token) const {
   const std::string& p = piece(token);
   return !p.empty() && is_space(p.front());

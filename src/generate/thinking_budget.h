@@ -76,6 +76,10 @@ class ThinkingBudget {
   ThinkingBudget(const text::Tokenizer& tok, int64_t budget, int64_t max_takeback = 16)
       : ThinkingBudget(std::make_shared<const ThinkingVocab>(tok), budget, max_takeback) {}
   static bool supports(const text::Tokenizer& tok) { return ThinkingVocab::supports(tok); }
+  // The prompt already opened `<think>` (a template that pre-fills it): the turn's first
+  // token is thinking, counted from there; with a budget of 0 the first push closes it.
+  // Before the first push, and for `<think>` framing only (else a one-line error).
+  void start_in_thinking();
 
   // Whether mask() would change anything now (a header is being written, or <think> may
   // open, after the budget is spent): callers copy the logits only then.

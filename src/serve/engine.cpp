@@ -181,7 +181,7 @@ void Engine::assign(Job job) {
   s.first_token_at = {};
   try {
     const GenerationRequest& req = job.req;
-    SQZ_CHECK(req.thinking_budget < 0 || thinking_vocab_, "a thinking budget needs Muse Glimmer's framing");
+    SQZ_CHECK(req.thinking_budget < 0 || thinking_vocab_, "a thinking budget needs a model that thinks apart from its answer");
     s.seq.emplace(model_.tokenizer(), text::Sampler(req.sampling),
                   generate::SequenceParams{.stop = {.eos_ids = req.stop_ids,
                                                     .stop_strings = req.stop_strings,
@@ -190,9 +190,12 @@ void Engine::assign(Job job) {
                                            .render_control = req.render_control,
                                            .top_logprobs = req.top_logprobs,
                                            .logit_bias = req.logit_bias},
-                  req.thinking_budget >= 0
-                      ? std::make_unique<generate::ThinkingBudget>(thinking_vocab_, req.thinking_budget)
-                      : nullptr,
+                  [&]() -> std::unique_ptr<generate::ThinkingBudget> {
+                    if (req.thinking_budget < 0) return nullptr;
+                    auto b = std::make_unique<generate::ThinkingBudget>(thinking_vocab_, req.thinking_budget);
+                    if (req.thinking_started) b->start_in_thinking();
+                    return b;
+                  }(),
                   banned_);
   } catch (const std::exception& e) {
     job.stream->push({.finish = FinishReason::error, .error = e.what()});

@@ -87,8 +87,10 @@ struct GenerationRequest {
   // Added to a token's logit before sampling (OpenAI's logit_bias, -100..100; -100 bans).
   std::vector<std::pair<int32_t, float>> logit_bias;
   // Thinking tokens allowed in the turn (generate/thinking_budget.h; the prompt ends with
-  // `<|start|>assistant`); -1: no budget.
+  // `<|start|>assistant`, or for `<think>` framing before the thinking or inside it when
+  // `thinking_started`); -1: no budget.
   int64_t thinking_budget = -1;
+  bool thinking_started = false;  // the prompt already opened `<think>`
   // A prompt with images (vision/image_prompt.h): per prompt token, null or the image row
   // it enters as (empty: no images); the rows' keys, which prefix reuse compares (empty:
   // the ids); the features the rows point into.
@@ -173,7 +175,7 @@ class Engine {
   std::vector<int64_t> tap_layers_;   // the drafter's
   std::vector<float> taps_;           // the step's tapped rows
   std::vector<int32_t> banned_;        // tokens of type `unused`: never sampled
-  std::shared_ptr<const generate::ThinkingVocab> thinking_vocab_;  // Muse Glimmer framing: what every budget reads
+  std::shared_ptr<const generate::ThinkingVocab> thinking_vocab_;  // a thinking framing: what every budget reads
   int64_t slot_rows_ = 1;             // the most rows a decoding slot runs in one step
 
   mutable std::mutex mu_;              // guards queue_, stop_, draining_, stats_

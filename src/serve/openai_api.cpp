@@ -406,6 +406,7 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
     // The level's budget, or the request's own `thinking_budget` (0: no thinking).
     const int64_t own = int_field(body, "thinking_budget", -1, 0, int64_t{1} << 30);
     r.gen.thinking_budget = own >= 0 ? own : ctx.reasoning_budgets.for_level(reasoning_level(body, ctx));
+    r.gen.thinking_started = ctx.chat->prompt_opens_thinking(r.prompt_text);
   } else if (body.contains("thinking_budget") && !body["thinking_budget"].is_null()) {
     throw bad("thinking_budget", "'thinking_budget' needs a model that thinks apart from its answer; this one does not");
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "generate/thinking_budget.h"
 #include "text/tokenizer.h"
 #include "train/corpus.h"
@@ -108,4 +109,35 @@ TEST(ThinkTagBudget, ZeroBudgetMasksTheOpeningTag) {
   for (size_t id = 0; id < l.size(); ++id) EXPECT_EQ(std::isinf(l[id]), static_cast<int32_t>(id) == open) << id;
   b.push(encode("the")[0]);  // the answer begins: nothing more to restrict
   EXPECT_FALSE(b.restricts());
+}
+
+// A template that pre-fills `<think>` (the prompt ends inside the thinking): the turn's
+// first token is thinking, counted from there and closed at the budget; with a budget of 0
+// the first token is already over it, so the close runs in its place.
+TEST(ThinkTagBudget, StartsInsideAPrefilledThinking) {
+  const auto body = encode("counting letters one by one the cat sat");
+  for (const int64_t budget : {int64_t{0}, int64_t{3}}) {
+    ThinkingBudget b(tokenizer(), budget);
+    b.start_in_thinking();
+    EXPECT_FALSE(b.restricts());
+    std::vector<int32_t> kept;
+    bool closed = false;
+    for (size_t i = 0; i < body.size() && !closed; ++i) {
+      const auto step = b.push(body[i]);
+      kept.insert(kept.end(), step.emit.begin(), step.emit.end());
+      if (step.close) {
+        closed = true;
+        EXPECT_EQ(tokenizer().decode(step.force), "\n</think>\n\n");
+        if (budget == 0) EXPECT_EQ(i, 0u) << "budget 0 closes before the first thinking token";
+      }
+    }
+    EXPECT_TRUE(closed) << "budget " << budget;
+    EXPECT_TRUE(b.forced_close());
+    EXPECT_LE(static_cast<int64_t>(kept.size()), budget);
+    EXPECT_LE(b.thinking_tokens(), budget);
+  }
+  // Only before the first token, and only for <think> framing.
+  ThinkingBudget late(tokenizer(), 5);
+  late.push(encode("the")[0]);
+  EXPECT_THROW(late.start_in_thinking(), Error);
 }
