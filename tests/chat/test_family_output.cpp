@@ -112,7 +112,16 @@ TEST(Llama3Output, CallsAreTheWholeAnswer) {
       {"json_not_a_call", "{\"answer\": 42}", expect("", "{\"answer\": 42}")},
       {"call_then_text", R"({"name": "f", "parameters": {}} and more)", expect("", R"({"name": "f", "parameters": {}} and more)")},
       {"cut_off_call", R"({"name": "f", "parameters": {"a": )", expect("", R"({"name": "f", "parameters": {"a": )")},
-      {"builtin_python", "<|python_tag|>brave_search.call(query=\"x\")", expect("", "<|python_tag|>brave_search.call(query=\"x\")")},
+      {"builtin_call", "<|python_tag|>brave_search.call(query=\"x \\\"y\\\"\")",
+       expect("", "", {{"brave_search", R"({"query":"x \"y\""})"}})},
+      {"builtin_call_keywords", " <|python_tag|>wolfram_alpha.call( query = 'a,b)' , n=2, exact=True, hint=None )\n",
+       expect("", "", {{"wolfram_alpha", R"j({"query":"a,b)","n":2,"exact":true,"hint":null})j"}})},
+      {"builtin_no_arguments", "<|python_tag|>tool.call()", expect("", "", {{"tool", "{}"}})},
+      {"builtin_untagged_is_text", "brave_search.call(query=\"x\")", expect("", "brave_search.call(query=\"x\")")},
+      {"builtin_positional", "<|python_tag|>f.call(\"x\")", expect("", "<|python_tag|>f.call(\"x\")")},
+      {"builtin_unterminated", "<|python_tag|>f.call(q=\"x)", expect("", "<|python_tag|>f.call(q=\"x)")},
+      {"builtin_repeated_key", "<|python_tag|>f.call(q=1, q=2)", expect("", "<|python_tag|>f.call(q=1, q=2)")},
+      {"builtin_code", "<|python_tag|>print(1)", expect("", "<|python_tag|>print(1)")},
       {"tag_prefix_text", "<|pyt", expect("", "<|pyt")},
       {"leading_space_text", "  Sure.", expect("", "  Sure.")},
       {"empty", "", expect("", "")},
@@ -125,7 +134,8 @@ TEST(Llama3Output, CallsAreTheWholeAnswer) {
 TEST(FamilyOutput, FuzzedSplitsNeverMatter) {
   const std::vector<std::string> pieces = {"<think>", "</think>", "<tool_call>", "</tool_call>", "\n", " ", "x",
                                            "{\"name\": \"f\", \"arguments\": {\"a\": 1}}", "{", "}", "\"", ";",
-                                           "<|python_tag|>", "<", "</", "think", "é", "\n\n"};
+                                           "<|python_tag|>", "<", "</", "think", "é", "\n\n", "f.call(",
+                                           "q=", "'a'", ")", ","};
   const std::vector<MakeParser> parsers = {[] { return std::make_unique<TaggedOutputParser>(); },
                                            [] { return std::make_unique<TaggedOutputParser>(true); },
                                            [] { return std::make_unique<Llama3OutputParser>(); }};
