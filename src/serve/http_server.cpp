@@ -476,6 +476,13 @@ int Server::run() {
 
   routes();
 
+  // httplib's default sets SO_REUSEPORT, with which a second server binds a port another
+  // already holds and the kernel splits the connections between them. SO_REUSEADDR alone
+  // still lets a restarted server take its port back from connections in TIME_WAIT.
+  http_.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   int port = p_.port;
   if (port == 0) {
     port = http_.bind_to_any_port(p_.host);

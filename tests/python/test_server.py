@@ -311,6 +311,19 @@ def test_sigterm_finishes_running_requests():
     assert any("stopped" in line for line in s.log)
 
 
+def test_a_port_in_use_is_refused(server):
+    """A second server on a port the first holds must fail at once (SO_REUSEPORT would let both
+    bind, and the kernel would split the connections between them)."""
+    import subprocess
+    port = str(server.url.rsplit(":", 1)[1])
+    p = subprocess.run([SQ, "serve", "-m", str(STUDENT), "--port", port], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode != 0
+    assert "cannot listen" in p.stderr and port in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert server.request("GET", "/health")[0] == 200  # the first server is unharmed
+
+
 def test_bad_model_file_is_one_line_error(tmp_path):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 10)
