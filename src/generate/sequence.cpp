@@ -28,6 +28,35 @@ Sequence::Sequence(const text::Tokenizer& tok, text::Sampler sampler, SequencePa
   SQZ_CHECK(params_.n_ctx >= 1, "generation: the context must hold at least one token");
   for (const auto& [id, bias] : params_.logit_bias)
     SQZ_CHECK(id >= 0 && id < tok.n_vocab(), "generation: logit bias for token ", id, ", outside the vocabulary");
+  SQZ_CHECK(!params_.grammar == !params_.vocab_trie, "generation: a grammar needs the vocabulary's trie");
+  if (params_.grammar) {
+    SQZ_CHECK(params_.vocab_trie->n_vocab() == tok.n_vocab(), "generation: the trie is of another vocabulary");
+    SQZ_CHECK(!thinking_ || thinking_->answer_may_follow() || thinking_->open_token() >= 0,
+              "generation: grammar-constrained output needs `<think>` framing when the model thinks");
+    grammar_.emplace(params_.grammar);
+  }
+}
+
+bool Sequence::constrained() const { return grammar_ && (!thinking_ || thinking_->answer_may_follow()); }
+
+void Sequence::mask_grammar(std::span<float> logits) {
+  // Before the thinking opens, <think> stays as the model and the budget left it.
+  const int32_t open = thinking_ ? thinking_->open_token() : -1;
+  const float open_logit = open >= 0 ? logits[static_cast<size_t>(open)] : 0.0f;
+  const bool any = params_.vocab_trie->mask(*grammar_, params_.stop.eos_ids, logits, grammar_scratch_);
+  if (open >= 0 && thinking_->thinking_may_open()) logits[static_cast<size_t>(open)] = open_logit;
+  // A dead end (a schema no finite text satisfies within the nesting limit): stop rather
+  // than sample from nothing.
+  if (!any && !(open >= 0 && thinking_->thinking_may_open() && open_logit != -INFINITY))
+    for (int32_t id : params_.stop.eos_ids) logits[static_cast<size_t>(id)] = 0.0f;
+}
+
+void Sequence::accept_grammar(int32_t token) {
+  for (int32_t id : params_.stop.eos_ids)
+    if (token == id) return;
+  if (thinking_ && token == thinking_->open_token()) return;
+  SQZ_CHECK(grammar_->accept_bytes(tok_.token_to_piece(token, {.render_control = false})),
+            "generation: sampled token ", token, " that the grammar refuses");
 }
 
 void Sequence::start(int64_t position, std::span<const int32_t> history) {
@@ -64,7 +93,8 @@ int32_t Sequence::sample(std::span<const float> row, Step& out) {
   // The row as the sampler sees it: a copy only when something changes it (a vocabulary of
   // 262k floats is a megabyte per token).
   std::span<const float> seen = row;
-  if (!params_.logit_bias.empty() || !banned_.empty() || (thinking_ && thinking_->restricts())) {
+  const bool constrained = this->constrained();
+  if (constrained || !params_.logit_bias.empty() || !banned_.empty() || (thinking_ && thinking_->restricts())) {
     masked_.assign(row.begin(), row.end());
     for (const auto& [id, bias] : params_.logit_bias) {
       float& l = masked_[static_cast<size_t>(id)];
@@ -72,11 +102,17 @@ int32_t Sequence::sample(std::span<const float> row, Step& out) {
     }
     for (int32_t id : banned_) masked_[static_cast<size_t>(id)] = -INFINITY;
     if (thinking_) thinking_->mask(masked_);  // no `self` header once the budget closed the thinking
+    if (constrained) mask_grammar(masked_);
     seen = masked_;
   }
   const int32_t y = sampler_.sample(seen);
   sampler_.accept(y);
   ++out.sampled;
+  if (constrained) accept_grammar(y);
+  // The value is complete and nothing may follow: the sequence ends after this token.
+  const auto close_if_done = [&] {
+    if (constrained && !finished() && !forcing_ && grammar_->closed()) end(Finish::stop);
+  };
 
   if (params_.top_logprobs >= 0) {  // log-softmax of the distribution the sampler saw
     float mx = -INFINITY;
@@ -99,11 +135,16 @@ int32_t Sequence::sample(std::span<const float> row, Step& out) {
 
   if (!thinking_) {
     release({y}, out);
+    close_if_done();
     return y;
   }
   // The budget may hold the token back (its word is unfinished) or close the thinking.
   ThinkingBudget::Step step = thinking_->push(y);
-  if (!release(step.emit, out) || !step.close) return y;
+  if (!release(step.emit, out)) return y;
+  if (!step.close) {
+    close_if_done();
+    return y;
+  }
   // The unfinished word leaves the cache and the sampled token is not run: the closing
   // tokens are run (and released) in their place.
   out.take_back = step.take_back;

@@ -29,12 +29,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "generate/grammar_matcher.h"
 #include "generate/thinking_budget.h"
+#include "generate/token_mask.h"
 #include "text/sampler.h"
 #include "text/stop.h"
 #include "text/tokenizer.h"
@@ -62,6 +65,12 @@ struct SequenceParams {
   int top_logprobs = -1;        // -1: no log-probabilities; 0..20: with that many alternatives
   // Added to a token's logit before sampling (OpenAI's logit_bias; ≤ -100 bans).
   std::vector<std::pair<int32_t, float>> logit_bias = {};
+  // Grammar-constrained output (OpenAI's response_format): only tokens the grammar accepts
+  // are sampled, the end-of-generation ids only once the value is complete, and the sequence
+  // stops (Finish::stop) when nothing may follow. With a thinking budget of `<think>`
+  // framing, the grammar starts with the answer (the thinking is free). Both or neither.
+  std::shared_ptr<const JsonGrammar> grammar = nullptr;
+  std::shared_ptr<const VocabTrie> vocab_trie = nullptr;
 };
 
 // The tokens a vocabulary never lets a model generate (type `unused`: padding).
@@ -111,6 +120,11 @@ class Sequence {
   int32_t sample(std::span<const float> row, Step& out);
   bool release(const std::vector<int32_t>& tokens, Step& out);
   void end(Finish f) { finish_ = f, feed_.clear(); }
+  // Whether the grammar constrains the token sampled now (not while thinking).
+  bool constrained() const;
+  void mask_grammar(std::span<float> logits);
+  // After a constrained token: the grammar takes its text; a closed value ends the sequence.
+  void accept_grammar(int32_t token);
 
   const text::Tokenizer& tok_;
   text::Sampler sampler_;
@@ -119,6 +133,8 @@ class Sequence {
   std::unique_ptr<ThinkingBudget> thinking_;
   std::span<const int32_t> banned_;
   std::vector<float> masked_;
+  std::optional<GrammarMatcher> grammar_;
+  std::vector<GrammarMatcher::Parses> grammar_scratch_;
   std::vector<int32_t> feed_;
   bool forcing_ = false;  // feed_ holds the tokens of a forced close
   bool started_ = false, flushed_ = false;

@@ -100,6 +100,14 @@ class ThinkingBudget {
   // Generation ended: the tokens still held back.
   std::vector<int32_t> finish();
 
+  // `<think>` framing only (else false, -1): whether the answer may be written now (before
+  // the thinking opened, or after it closed), whether <think> may still open, and its id.
+  bool answer_may_follow() const {
+    return vocab_->kind == ThinkingVocab::Kind::think_tags && (state_ == State::header || state_ == State::body);
+  }
+  bool thinking_may_open() const { return vocab_->kind == ThinkingVocab::Kind::think_tags && state_ == State::header; }
+  int32_t open_token() const { return vocab_->kind == ThinkingVocab::Kind::think_tags ? vocab_->think : -1; }
+
   int64_t budget() const { return budget_; }
   int64_t thinking_tokens() const { return used_; }  // counted so far this turn (kept ones)
   bool forced_close() const { return forced_; }       // the budget closed the thinking

@@ -1,0 +1,290 @@
+// generate/json_grammar.cpp — compiling a JSON schema into grammar nodes.
+#include "generate/json_grammar.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <map>
+#include <set>
+
+namespace squeeze::generate {
+
+using chat::Json;
+
+namespace {
+
+// Keywords that describe without constraining.
+const std::set<std::string> kAnnotations = {"$schema", "$id", "$comment", "title", "description", "default",
+                                            "examples", "deprecated", "readOnly", "writeOnly", "$defs",
+                                            "definitions"};
+// Keywords the compiler enforces.
+const std::set<std::string> kEnforced = {"type",     "enum",     "const",         "anyOf",         "oneOf",
+                                         "allOf",    "$ref",     "properties",    "required",      "additionalProperties",
+                                         "items",    "minItems", "maxItems",      "minLength",     "maxLength",
+                                         "minimum",  "maximum",  "exclusiveMinimum", "exclusiveMaximum"};
+
+constexpr double kMaxBound = 1e17;  // integer bounds stay exact in int64 with room for digits
+constexpr int kMaxSchemaDepth = 64;
+
+}  // namespace
+
+class SchemaCompiler {
+ public:
+  explicit SchemaCompiler(const Json* document) : doc_(document) {}
+
+  std::shared_ptr<const JsonGrammar> any_object() {
+    g_->key_string_ = add(node_of(Kind::string));
+    Node m = node_of(Kind::map);
+    m.item = any();
+    g_->root_ = add(std::move(m));
+    return g_;
+  }
+
+  std::shared_ptr<const JsonGrammar> schema() {
+    g_->key_string_ = add(node_of(Kind::string));
+    g_->root_ = compile(*doc_, "#", 0);
+    return g_;
+  }
+
+ private:
+  using Kind = JsonGrammar::Kind;
+  using Node = JsonGrammar::Node;
+
+  static Node node_of(Kind k) {
+    Node n;
+    n.kind = k;
+    return n;
+  }
+  static Node literals_of(std::vector<std::string> texts) {
+    Node n = node_of(Kind::literals);
+    n.literals = std::move(texts);
+    return n;
+  }
+
+  [[noreturn]] static void refuse(const std::string& where, const std::string& what) {
+    throw SchemaError("json_schema at " + where + ": " + what);
+  }
+
+  int32_t add(Node n) {
+    if (g_->nodes_.size() >= static_cast<size_t>(JsonGrammar::kMaxNodes))
+      refuse("#", "the schema is too large (more than " + std::to_string(JsonGrammar::kMaxNodes) + " nodes)");
+    g_->nodes_.push_back(std::move(n));
+    return static_cast<int32_t>(g_->nodes_.size() - 1);
+  }
+
+  // Any JSON value; one shared node.
+  int32_t any() {
+    if (any_ >= 0) return any_;
+    any_ = add(node_of(Kind::alternatives));
+    Node m = node_of(Kind::map), a = node_of(Kind::array);
+    m.item = a.item = any_;
+    std::vector<int32_t> alts = {add(std::move(m)), add(std::move(a)), add(node_of(Kind::string)),
+                                 add(node_of(Kind::number)), add(literals_of({"true", "false", "null"}))};
+    g_->nodes_[static_cast<size_t>(any_)].alts = std::move(alts);
+    return any_;
+  }
+
+  static bool only_annotations_besides(const Json& s, const std::set<std::string>& allowed) {
+    for (const auto& [k, v] : s.items())
+      if (!kAnnotations.count(k) && !allowed.count(k)) return false;
+    return true;
+  }
+
+  static int64_t count_field(const Json& s, const char* key, const std::string& where, int64_t fallback) {
+    if (!s.contains(key)) return fallback;
+    const Json& v = s[key];
+    if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()))
+      refuse(where, std::string("'") + key + "' must be a non-negative integer");
+    const double d = v.get<double>();
+    if (d < 0 || d > 1e9) refuse(where, std::string("'") + key + "' must be between 0 and 1e9");
+    return static_cast<int64_t>(d);
+  }
+
+  int32_t compile(const Json& s, const std::string& where, int depth) {
+    if (depth > kMaxSchemaDepth) refuse(where, "the schema nests deeper than " + std::to_string(kMaxSchemaDepth));
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) refuse(where, "the schema 'false' allows nothing");
+      return any();
+    }
+    if (!s.is_object()) refuse(where, "a schema must be an object or a boolean");
+    for (const auto& [k, v] : s.items())
+      if (!kAnnotations.count(k) && !kEnforced.count(k))
+        refuse(where, "'" + k + "' is not supported (supported: type, enum, const, anyOf, oneOf, $ref, properties, "
+                                "required, additionalProperties, items, minItems, maxItems, minLength, maxLength, "
+                                "minimum, maximum, exclusiveMinimum, exclusiveMaximum)");
+    if (s.contains("$ref")) {
+      if (!only_annotations_besides(s, {"$ref"})) refuse(where, "'$ref' beside other keywords is not supported");
+      return reference(s["$ref"], where, depth);
+    }
+    if (s.contains("const")) return add(literals_of({s["const"].dump()}));
+    if (s.contains("enum")) {
+      const Json& e = s["enum"];
+      if (!e.is_array() || e.empty()) refuse(where, "'enum' must be a non-empty array");
+      Node n = node_of(Kind::literals);
+      std::set<std::string> seen;
+      for (const Json& v : e)
+        if (seen.insert(v.dump()).second) n.literals.push_back(v.dump());
+      return add(std::move(n));
+    }
+    for (const char* key : {"anyOf", "oneOf", "allOf"}) {
+      if (!s.contains(key)) continue;
+      const Json& list = s[key];
+      if (!list.is_array() || list.empty()) refuse(where, std::string("'") + key + "' must be a non-empty array");
+      if (!only_annotations_besides(s, {key})) refuse(where, std::string("'") + key + "' beside other keywords is not supported");
+      if (std::string(key) == "allOf") {
+        if (list.size() != 1) refuse(where, "'allOf' of more than one schema is not supported");
+        return compile(list[0], where + "/allOf/0", depth + 1);
+      }
+      const int32_t id = add(node_of(Kind::alternatives));
+      std::vector<int32_t> alts;
+      for (size_t i = 0; i < list.size(); ++i)
+        alts.push_back(compile(list[i], where + "/" + key + "/" + std::to_string(i), depth + 1));
+      g_->nodes_[static_cast<size_t>(id)].alts = std::move(alts);
+      return id;
+    }
+    std::vector<std::string> types;
+    if (s.contains("type")) {
+      const Json& t = s["type"];
+      if (t.is_string()) types.push_back(t.get<std::string>());
+      else if (t.is_array() && !t.empty() && std::all_of(t.begin(), t.end(), [](const Json& x) { return x.is_string(); }))
+        for (const Json& x : t) types.push_back(x.get<std::string>());
+      else refuse(where, "'type' must be a type name or a non-empty array of them");
+    } else if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
+      types.push_back("object");
+    } else if (s.contains("items")) {
+      types.push_back("array");
+    } else {
+      return any();
+    }
+    if (types.size() == 1) return typed(s, types[0], where, depth);
+    const int32_t id = add(node_of(Kind::alternatives));
+    std::vector<int32_t> alts;
+    for (const std::string& t : types) alts.push_back(typed(s, t, where, depth));
+    g_->nodes_[static_cast<size_t>(id)].alts = std::move(alts);
+    return id;
+  }
+
+  int32_t reference(const Json& ref, const std::string& where, int depth) {
+    if (!ref.is_string()) refuse(where, "'$ref' must be a string");
+    const std::string r = ref.get<std::string>();
+    if (auto it = refs_.find(r); it != refs_.end()) return it->second;
+    if (r.empty() || r[0] != '#') refuse(where, "'$ref' " + r + ": only references within the document (#...) are supported");
+    const Json* target = nullptr;
+    try {
+      target = &doc_->at(Json::json_pointer(r.substr(1)));
+    } catch (const std::exception&) {
+      refuse(where, "'$ref' " + r + " names nothing in the document");
+    }
+    const int32_t id = add(node_of(Kind::alternatives));  // the placeholder a recursive schema points back to
+    refs_[r] = id;
+    const int32_t body = compile(*target, r, depth + 1);
+    g_->nodes_[static_cast<size_t>(id)].alts = {body};
+    return id;
+  }
+
+  // Bounds of an integer node: minimum/maximum rounded inwards, exclusive ones one step in.
+  void integer_bounds(const Json& s, Node& n, const std::string& where) {
+    auto bound = [&](const char* key) -> std::optional<double> {
+      if (!s.contains(key)) return std::nullopt;
+      if (!s[key].is_number()) refuse(where, std::string("'") + key + "' must be a number");
+      const double v = s[key].get<double>();
+      if (!(std::fabs(v) < kMaxBound)) refuse(where, std::string("'") + key + "' beyond ±1e17 is not supported");
+      return v;
+    };
+    if (auto v = bound("minimum")) n.has_lo = true, n.lo = static_cast<int64_t>(std::ceil(*v));
+    if (auto v = bound("exclusiveMinimum")) {
+      const int64_t lo = static_cast<int64_t>(std::floor(*v)) + 1;
+      n.lo = n.has_lo ? std::max(n.lo, lo) : lo, n.has_lo = true;
+    }
+    if (auto v = bound("maximum")) n.has_hi = true, n.hi = static_cast<int64_t>(std::floor(*v));
+    if (auto v = bound("exclusiveMaximum")) {
+      const int64_t hi = static_cast<int64_t>(std::ceil(*v)) - 1;
+      n.hi = n.has_hi ? std::min(n.hi, hi) : hi, n.has_hi = true;
+    }
+    if (n.has_lo && n.has_hi && n.lo > n.hi) refuse(where, "no integer lies between the bounds");
+  }
+
+  int32_t typed(const Json& s, const std::string& type, const std::string& where, int depth) {
+    if (type == "null") return add(literals_of({"null"}));
+    if (type == "boolean") return add(literals_of({"true", "false"}));
+    if (type == "integer" || type == "number") {
+      const bool bounded = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+                           s.contains("exclusiveMaximum");
+      if (type == "number" && !bounded) return add(node_of(Kind::number));
+      Node n = node_of(Kind::integer);  // a bounded number is generated as an integer in range
+      integer_bounds(s, n, where);
+      return add(std::move(n));
+    }
+    if (type == "string") {
+      Node n = node_of(Kind::string);
+      n.min = count_field(s, "minLength", where, 0);
+      n.max = count_field(s, "maxLength", where, -1);
+      if (n.max >= 0 && n.min > n.max) refuse(where, "'minLength' is above 'maxLength'");
+      return add(std::move(n));
+    }
+    if (type == "array") {
+      Node n = node_of(Kind::array);
+      n.min = count_field(s, "minItems", where, 0);
+      n.max = count_field(s, "maxItems", where, -1);
+      if (n.max >= 0 && n.min > n.max) refuse(where, "'minItems' is above 'maxItems'");
+      if (s.contains("items") && s["items"].is_array()) refuse(where, "'items' as an array (tuples) is not supported");
+      n.item = s.contains("items") ? compile(s["items"], where + "/items", depth + 1) : any();
+      return add(std::move(n));
+    }
+    if (type == "object") return object(s, where, depth);
+    refuse(where, "unknown type '" + type + "'");
+  }
+
+  int32_t object(const Json& s, const std::string& where, int depth) {
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      const Json& r = s["required"];
+      if (!r.is_array()) refuse(where, "'required' must be an array of names");
+      for (const Json& k : r) {
+        if (!k.is_string()) refuse(where, "'required' must be an array of names");
+        required.insert(k.get<std::string>());
+      }
+    }
+    const bool has_props = s.contains("properties");
+    if (has_props && !s["properties"].is_object()) refuse(where, "'properties' must be an object");
+    if (!has_props && required.empty()) {  // a map: any keys, values of additionalProperties
+      Node m = node_of(Kind::map);
+      const Json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
+      if (extra && extra->is_boolean() && !extra->get<bool>()) return add(literals_of({"{}"}));
+      m.item = extra ? compile(*extra, where + "/additionalProperties", depth + 1) : any();
+      return add(std::move(m));
+    }
+    Node n = node_of(Kind::object);
+    std::set<std::string> declared;
+    if (has_props) {
+      for (const auto& [k, v] : s["properties"].items()) {
+        declared.insert(k);
+        n.props.push_back({Json(k).dump(), -1, required.count(k) > 0});
+      }
+      size_t i = 0;
+      for (const auto& [k, v] : s["properties"].items())
+        n.props[i++].value = compile(v, where + "/properties/" + k, depth + 1);
+    }
+    for (const std::string& k : required) {  // required but not declared: any value
+      if (declared.count(k)) continue;
+      const Json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
+      if (extra && extra->is_boolean() && !extra->get<bool>())
+        refuse(where, "'" + k + "' is required but additionalProperties is false");
+      n.props.push_back({Json(k).dump(), extra && !extra->is_boolean() ? compile(*extra, where, depth + 1) : any(), true});
+    }
+    return add(std::move(n));
+  }
+
+  const Json* doc_;
+  std::shared_ptr<JsonGrammar> g_ = std::make_shared<JsonGrammar>();
+  std::map<std::string, int32_t> refs_;
+  int32_t any_ = -1;
+};
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() { return SchemaCompiler(nullptr).any_object(); }
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(const chat::Json& schema) {
+  return SchemaCompiler(&schema).schema();
+}
+
+}  // namespace squeeze::generate

@@ -1,0 +1,87 @@
+// generate/json_grammar.h — a JSON schema compiled for grammar-constrained generation.
+//
+// The grammar is a graph of nodes, one per schema construct, that the GrammarMatcher
+// (generate/grammar_matcher.h) walks byte by byte. It accepts a subset of the JSON texts
+// the schema allows, chosen so that every prefix it accepts can still be completed and a
+// model cannot run on forever:
+//   - object properties in the schema's order, required ones always, optional ones
+//     skippable; no properties beyond the declared ones (additionalProperties is used
+//     only for objects that declare none: maps of that value schema);
+//   - whitespace only where JSON pretty-printing puts it (after { [ , : and before } ]),
+//     at most kMaxWhitespace bytes in a row;
+//   - numbers with at most 16 digits before and after the point and 3 in the exponent;
+//     a number schema with minimum/maximum generates integers in that range;
+//   - strings as UTF-8 (validated) with the standard escapes; \u escapes of surrogates
+//     are not generated;
+//   - nesting at most kMaxDepth levels.
+// Keywords it cannot enforce (pattern, format, multipleOf, allOf of several schemas,
+// not, if/then/else, dependencies, min/maxProperties, uniqueItems, contains, prefixItems
+// …) are refused when compiling: a SchemaError naming the keyword and where it is.
+// oneOf is generated as anyOf (a value matching one alternative only, for the usual
+// schemas whose alternatives differ by type or by a const).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chat/value.h"
+#include "core/error.h"
+
+namespace squeeze::generate {
+
+class SchemaError : public Error {
+ public:
+  using Error::Error;
+};
+
+class JsonGrammar {
+ public:
+  static constexpr int kMaxWhitespace = 20;
+  static constexpr int kMaxDepth = 24;   // frames on the matcher's stack, the root included
+  static constexpr int kMaxNodes = 4096;  // a schema that compiles to more is refused
+
+  // Any JSON object (OpenAI's response_format {"type": "json_object"}).
+  static std::shared_ptr<const JsonGrammar> any_object();
+  // A JSON schema (draft 2020-12 / 7 keywords). Throws SchemaError.
+  static std::shared_ptr<const JsonGrammar> from_schema(const chat::Json& schema);
+
+  enum class Kind : uint8_t {
+    alternatives,  // one of `alts` (anyOf, oneOf, a list of types, $ref, any value)
+    literals,      // one of `literals`, exact JSON texts (const, enum, true/false/null)
+    object,        // `props` in order
+    map,           // an object of any keys whose values are `item`
+    array,         // `item` repeated min..max times
+    string,        // min..max characters
+    number,        // any JSON number
+    integer,       // an integer, within [lo, hi] when bounded
+  };
+  struct Property {
+    std::string key;  // the key as JSON text, quotes included
+    int32_t value = -1;
+    bool required = false;
+  };
+  struct Node {
+    Kind kind = Kind::alternatives;
+    std::vector<int32_t> alts;
+    std::vector<std::string> literals;
+    std::vector<Property> props;
+    int32_t item = -1;
+    int64_t min = 0, max = -1;  // array items or string characters; max -1: unbounded
+    bool has_lo = false, has_hi = false;
+    int64_t lo = 0, hi = 0;     // integer bounds
+  };
+
+  const Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
+  int32_t root() const { return root_; }
+  int32_t key_string() const { return key_string_; }  // a map's keys
+  size_t size() const { return nodes_.size(); }
+
+ private:
+  friend class SchemaCompiler;
+  std::vector<Node> nodes_;
+  int32_t root_ = -1, key_string_ = -1;
+};
+
+}  // namespace squeeze::generate
