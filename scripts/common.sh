@@ -34,9 +34,10 @@ ensure_apt_packages() {
 }
 
 # Python for the independent checks (numpy references, the gguf package reading our
-# files, the openai client, pytest-xdist to run the checks on both cores): a project-local
+# files, the openai client, pytest-xdist to run the checks on both cores, jsonschema to
+# validate constrained output independently): a project-local
 # virtual environment. Entries are PyPI names, with ":module" where the import name differs.
-SQUEEZE_PY_PACKAGES=(numpy gguf pytest jinja2 openai pytest-xdist:xdist)
+SQUEEZE_PY_PACKAGES=(numpy gguf pytest jinja2 openai pytest-xdist:xdist jsonschema)
 VENV="$ROOT/.venv"
 ensure_python_env() {
   if [ ! -x "$VENV/bin/python" ]; then

@@ -189,7 +189,9 @@ void Engine::assign(Job job) {
                                            .n_ctx = n_ctx_,
                                            .render_control = req.render_control,
                                            .top_logprobs = req.top_logprobs,
-                                           .logit_bias = req.logit_bias},
+                                           .logit_bias = req.logit_bias,
+                                           .grammar = req.grammar,
+                                           .vocab_trie = req.vocab_trie},
                   [&]() -> std::unique_ptr<generate::ThinkingBudget> {
                     if (req.thinking_budget < 0) return nullptr;
                     auto b = std::make_unique<generate::ThinkingBudget>(thinking_vocab_, req.thinking_budget);

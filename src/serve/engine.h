@@ -86,6 +86,9 @@ struct GenerationRequest {
   int top_logprobs = -1;                 // -1: no log-probabilities; 0..20: with that many alternatives
   // Added to a token's logit before sampling (OpenAI's logit_bias, -100..100; -100 bans).
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // Grammar-constrained output (response_format): both or neither (generate/sequence.h).
+  std::shared_ptr<const generate::JsonGrammar> grammar;
+  std::shared_ptr<const generate::VocabTrie> vocab_trie;
   // Thinking tokens allowed in the turn (generate/thinking_budget.h; the prompt ends with
   // `<|start|>assistant`, or for `<think>` framing before the thinking or inside it when
   // `thinking_started`); -1: no budget.

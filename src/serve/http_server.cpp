@@ -446,6 +446,7 @@ void Server::load() {
   l->ctx.json_limits = json_limits();
   l->ctx.parse_special_in_content = p_.parse_special_in_content;
   l->ctx.reasoning_budgets = generate::reasoning_budgets_from_metadata(l->model->file().metadata());
+  l->ctx.vocab_trie = std::make_shared<const generate::VocabTrie>(l->model->tokenizer());
   if (!p_.mmproj_path.empty()) {
     l->ctx.image_tokens = vision::ImageTokenIds::of(l->model->tokenizer());
     l->encoder = std::make_unique<vision::VisionEncoder>(vision::load_projector_for(p_.mmproj_path, c.n_embd));

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "generate/content_literals.h"
 #include "serve/data_url.h"
+#include "serve/response_format.h"
 
 namespace squeeze::serve {
 
@@ -387,12 +388,14 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
     r.gen.keys = std::move(rows.keys);
     r.gen.images = std::move(rows.images);
   }
-  if (body.contains("response_format") && !body["response_format"].is_null()) {
-    const Json& f = body["response_format"];
-    if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) throw bad("response_format", "'response_format' needs a 'type'");
-    if (f["type"] != "text")
-      throw bad("response_format", "response_format '" + f["type"].get<std::string>() +
-                                       "' is not supported (no grammar-constrained sampling yet); use \"text\"");
+  if (auto grammar = response_format_grammar(body)) {
+    if (ctx.chat->renders_control())
+      throw bad("response_format", "response_format needs a model whose answer is plain text; this model frames its "
+                                   "answer with control tokens");
+    if (has_tools)
+      throw bad("response_format", "response_format with tools is not supported (a tool call is not the schema's JSON)");
+    r.gen.grammar = std::move(grammar);
+    r.gen.vocab_trie = ctx.vocab_trie;
   }
   common_fields(body, ctx, r);
   r.logprobs = bool_field(body, "logprobs", false);

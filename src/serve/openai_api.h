@@ -4,9 +4,9 @@
 // text_completion objects and their streaming chunks.
 //
 // Field rules (docs/server.md lists them all): unknown fields are ignored, as llama-server
-// and most OpenAI-compatible servers do; `n` other than 1, `tool_choice`
-// other than "auto" / "none", and `response_format` other than "text" are refused with a
-// 400 naming the field. Images (`image_url` parts with base64 data: URLs) are taken when
+// and most OpenAI-compatible servers do; `n` other than 1 and `tool_choice`
+// other than "auto" / "none" are refused with a 400 naming the field; `response_format`
+// json_object / json_schema constrain the answer through a grammar (serve/response_format.h). Images (`image_url` parts with base64 data: URLs) are taken when
 // the server has a vision projector, and refused with a 400 otherwise.
 #pragma once
 
@@ -23,6 +23,7 @@
 #include "core/bounded_json.h"
 #include "generate/chat_format.h"
 #include "generate/thinking_budget.h"
+#include "generate/token_mask.h"
 #include "model/model.h"
 #include "serve/engine.h"
 #include "vision/image_features.h"
@@ -61,6 +62,8 @@ struct ApiContext {
   bool parse_special_in_content = false;
   // Limits on JSON the request carries inside strings (tool-call arguments), as on the body.
   JsonLimits json_limits;
+  // The vocabulary's byte trie, built once, for response_format's constrained sampling.
+  std::shared_ptr<const generate::VocabTrie> vocab_trie;
 };
 
 enum class Endpoint { chat, completion };

@@ -15,6 +15,7 @@ import socket
 import time
 import urllib.parse
 
+import jsonschema
 import openai
 import pytest
 
@@ -311,6 +312,17 @@ def test_sigterm_finishes_running_requests():
     assert any("stopped" in line for line in s.log)
 
 
+def test_response_format_needs_an_answer_in_plain_text(client):
+    """The student frames its answer with control tokens, which a JSON grammar would forbid."""
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client, "Who begat Enos?", response_format={"type": "json_object"})
+    assert "control tokens" in str(e.value) and e.value.body.get("param") == "response_format"
+    with pytest.raises(openai.BadRequestError) as e:  # a keyword it cannot enforce, named
+        chat(client, "x", response_format={"type": "json_schema", "json_schema": {
+            "name": "a", "schema": {"type": "string", "format": "email"}}})
+    assert "'format'" in str(e.value)
+
+
 def test_a_port_in_use_is_refused(server):
     """A second server on a port the first holds must fail at once (SO_REUSEPORT would let both
     bind, and the kernel would split the connections between them)."""
@@ -345,6 +357,15 @@ def test_smollm2_chat_and_concurrency():
         assert all(alone), alone
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             assert list(pool.map(ask, qs)) == alone
+        # A schema-constrained answer (tests/python/test_server_schema.py has 200 more).
+        schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                                   "people": {"type": "integer", "minimum": 0, "maximum": 10**9}},
+                  "required": ["city", "people"]}
+        r = c.chat.completions.create(model=SMOLLM.name, messages=[{"role": "user", "content": "A big city, as JSON."}],
+                                      response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": schema}},
+                                      max_tokens=100, temperature=0.7, seed=5)
+        assert r.choices[0].finish_reason == "stop"
+        jsonschema.validate(json.loads(r.choices[0].message.content), schema)
     finally:
         assert s.stop() == 0
 
