@@ -160,6 +160,38 @@ void KvCache::truncate(int64_t pos) {
   truncate_unchecked(pos, false);
 }
 
+void KvCache::copy_prefix_from(const KvCache& src, int64_t pos) {
+  SQZ_CHECK(&src != this, "KV cache: copying a cache onto itself");
+  SQZ_CHECK(src.n_layers() == n_layers() && src.config_.type == config_.type && src.config_.n_kv_heads == config_.n_kv_heads &&
+                src.config_.head_dim == config_.head_dim && src.config_.layer_windows == config_.layer_windows &&
+                src.config_.context_limit == config_.context_limit && src.config_.headroom == config_.headroom &&
+                src.config_.chunk_slots == config_.chunk_slots,
+            "KV cache: copying between caches of different shapes");
+  SQZ_CHECK(pos >= 0, "KV cache: cannot copy a negative prefix ", pos);
+  for (int64_t i = 0; i < n_layers(); ++i) {  // the checks of src.truncate(pos)
+    const Layer& l = src.layers_[static_cast<size_t>(i)];
+    SQZ_CHECK(pos <= l.end, "KV cache: cannot copy ", pos, " positions of layer ", i, ", which holds ", l.end);
+    const int64_t needed = l.window > 0 ? std::max<int64_t>(0, pos - l.window + 1) : 0;
+    SQZ_CHECK(needed >= pos || l.begin <= needed, "KV cache: cannot copy ", pos, " positions: layer ", i,
+              " no longer holds positions before ", l.begin);
+  }
+  truncate_unchecked(0, true);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& from = src.layers_[i];
+    Layer& to = layers_[i];
+    if (to.ring > 0) {  // the ring whole: position p lives in slot p % ring in both
+      std::memcpy(to.blocks[0].data(), from.blocks[0].data(), block_bytes(to));
+      to.begin = std::min(from.begin, pos);
+    } else {
+      const auto blocks = static_cast<size_t>((pos + to.block_slots - 1) / to.block_slots);
+      while (to.blocks.size() < blocks) add_block(to);
+      for (size_t b = 0; b < blocks; ++b) std::memcpy(to.blocks[b].data(), from.blocks[b].data(), block_bytes(to));
+      to.begin = 0;
+    }
+    to.end = pos;
+  }
+}
+
 void KvCache::truncate_unchecked(int64_t pos, bool reset_begin) {
   for (Layer& l : layers_) {
     l.end = std::min(l.end, pos);

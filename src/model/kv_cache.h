@@ -111,6 +111,10 @@ class KvCache {
   // a layer's end or a local layer's ring no longer holds the window before pos.
   void truncate(int64_t pos);
   void clear() { truncate_unchecked(0, true); }
+  // Makes this cache what `src` would be after truncate(pos), leaving `src` as it is (a
+  // request sharing a running one's prompt starts from its K/V). The configs must be equal;
+  // throws, changing nothing, where src.truncate(pos) would.
+  void copy_prefix_from(const KvCache& src, int64_t pos);
 
   // The rings' window before size() (see KvRingSnapshot).
   KvRingSnapshot snapshot_rings() const;

@@ -137,6 +137,33 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
   return stream;
 }
 
+std::vector<std::shared_ptr<RequestStream>> Engine::submit_group(std::vector<GenerationRequest> requests) {
+  SQZ_CHECK(!requests.empty(), "serve: an empty group of requests");
+  for (const GenerationRequest& r : requests) {
+    SQZ_CHECK(!r.prompt.empty() && static_cast<int64_t>(r.prompt.size()) <= n_ctx_, "serve: a prompt of ", r.prompt.size(),
+              " tokens (1..", n_ctx_, ")");
+    SQZ_CHECK(r.prompt == requests.front().prompt, "serve: a group's requests share one prompt");
+  }
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < requests.size(); ++i) streams.push_back(std::make_shared<RequestStream>());
+  {
+    std::lock_guard lock(mu_);
+    if (stop_ || draining_ || queue_.size() + requests.size() > max_queue_) return {};
+    for (size_t i = 0; i < requests.size(); ++i)
+      queue_.push_back({std::move(requests[i]), streams[i], Clock::now(), i == 0 ? nullptr : streams[0]});
+    stats_.queue_length = static_cast<int64_t>(queue_.size());
+  }
+  cv_.notify_all();
+  return streams;
+}
+
+bool Engine::waits_for_leader(const Job& job) const {
+  if (!job.leader) return false;
+  for (const auto& s : slots_)
+    if (s->busy() && s->job->stream == job.leader) return s->prefilling();
+  return false;  // the leader has finished (its slot keeps the prompt) or never started
+}
+
 void Engine::drain() {
   std::unique_lock lock(mu_);
   draining_ = true;
@@ -167,8 +194,31 @@ void Engine::assign(Job job) {
     if (reuse > 0 && reuse < s.cache.min_truncate_position()) reuse = 0;  // the rings no longer hold it
     if (reuse > best_reuse || (reuse == best_reuse && s.last_used < best->last_used)) best = &s, best_reuse = reuse;
   }
+  // A running slot sharing more of the prompt lends its K/V to the least recently used idle slot.
+  Slot* donor = nullptr;
+  int64_t donor_reuse = 0;
+  for (auto& sp : slots_) {
+    Slot& s = *sp;
+    if (!s.busy() || s.source) continue;
+    const size_t n = std::min({s.ids.size(), static_cast<size_t>(s.cache.size()), prompt.size() - 1});
+    size_t common = 0;
+    while (common < n && s.key_at(common) == keys[common]) ++common;
+    int64_t reuse = static_cast<int64_t>(common) / chunk_ * chunk_;
+    if (reuse > 0 && reuse < s.cache.min_truncate_position()) reuse = 0;
+    if (reuse > donor_reuse) donor = &s, donor_reuse = reuse;
+  }
+  const bool copied = donor && donor_reuse > best_reuse;
+  if (copied) {
+    for (auto& sp : slots_)
+      if (!sp->busy() && sp->last_used <= best->last_used) best = sp.get();
+    best->cache.copy_prefix_from(donor->cache, donor_reuse);
+    best->ids.assign(donor->ids.begin(), donor->ids.begin() + donor_reuse);
+    best_reuse = donor_reuse;
+  }
   Slot& s = *best;
-  if (best_reuse > 0) {
+  if (copied) {
+    // the cache ends at best_reuse already
+  } else if (best_reuse > 0) {
     s.cache.truncate(best_reuse);
   } else {
     s.cache.clear();
@@ -352,6 +402,7 @@ void Engine::loop() {
         return;
       }
       while (!queue_.empty() && !std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy(); })) {
+        if (waits_for_leader(queue_.front())) break;  // admitted once the group's prompt is in a cache
         Job job = std::move(queue_.front());
         queue_.pop_front();
         stats_.queue_length = static_cast<int64_t>(queue_.size());

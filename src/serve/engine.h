@@ -16,6 +16,16 @@
 // it: global layers always can; a local layer's ring must still hold the window before it
 // (KvCache::min_truncate_position()), otherwise the prompt is prefilled from position 0.
 //
+// A running slot's prompt is shared the same way: when a busy slot's cache shares a longer
+// prefix than any idle one (the same rounding and rollback rule), its K/V up to that length
+// are copied into an idle slot (KvCache::copy_prefix_from) — a request with the same system
+// prompt as a running one, or the n choices of one request. Not with draft sources, whose
+// per-slot state follows the slot's own history.
+//
+// Groups (OpenAI's n): submit_group() queues n requests with one prompt; the first runs its
+// prompt, and the others wait at the head of the queue until its prefill is done, then copy
+// it, so the prompt is prefilled once (up to the last, partial chunk).
+//
 // Requests talk to the engine through a RequestStream: the engine pushes Updates (text as
 // the stop checker releases it, per-token log-probabilities, then one final Update with
 // the finish reason and counts); the client side pops them and may cancel at any time
@@ -142,6 +152,9 @@ class Engine {
   // Queues a request; nullptr when the queue is full. The request must be valid (the
   // HTTP layer checks prompt length and parameters first); the sampler is built here.
   std::shared_ptr<RequestStream> submit(GenerationRequest request);
+  // Requests with one prompt (OpenAI's n): their streams, in order, or empty when the queue
+  // has no room for all of them.
+  std::vector<std::shared_ptr<RequestStream>> submit_group(std::vector<GenerationRequest> requests);
   // Stops taking requests and returns once every queued and running one has finished.
   void drain();
   EngineStats stats() const;
@@ -151,11 +164,13 @@ class Engine {
     GenerationRequest req;
     std::shared_ptr<RequestStream> stream;
     std::chrono::steady_clock::time_point queued;
+    std::shared_ptr<RequestStream> leader = nullptr;  // a group's first request, which prefills the prompt
   };
   struct Slot;
 
   void loop();
   void assign(Job job);                 // a queued job to an idle slot (prefix reuse)
+  bool waits_for_leader(const Job& job) const;  // its group's first request is still prefilling
   void finish(Slot& s, FinishReason reason, const std::string& error = {});
   // The slot's chunk of the step: what its sequence feeds, with drafts when they may follow.
   model::SequenceChunk decode_chunk(Slot& s);

@@ -290,9 +290,26 @@ void Server::generate(const httplib::Request& req, httplib::Response& res, Endpo
   const Json body = parse_body(req.body, json_limits());
   auto prepared = std::make_shared<PreparedRequest>(endpoint == Endpoint::chat ? prepare_chat(body, l.ctx)
                                                                                : prepare_completion(body, l.ctx));
-  auto stream = l.engine->submit(prepared->gen);
-  if (!stream) throw ApiError(503, "the request queue is full; retry later");
-  auto builder = std::make_shared<ResponseBuilder>(*prepared, l.ctx);
+  // n choices: one request per choice, seeded seed, seed + 1, …, sharing one prefill.
+  std::vector<GenerationRequest> requests(static_cast<size_t>(prepared->n), prepared->gen);
+  for (size_t i = 0; i < requests.size(); ++i) requests[i].sampling.seed += i;
+  auto streams = std::make_shared<std::vector<std::shared_ptr<RequestStream>>>(
+      requests.size() == 1 ? std::vector<std::shared_ptr<RequestStream>>{l.engine->submit(std::move(requests[0]))}
+                           : l.engine->submit_group(std::move(requests)));
+  if (streams->empty() || !streams->front()) throw ApiError(503, "the request queue is full; retry later");
+  auto builders = std::make_shared<std::vector<std::unique_ptr<ResponseBuilder>>>();
+  for (size_t i = 0; i < streams->size(); ++i) {
+    builders->push_back(std::make_unique<ResponseBuilder>(*prepared, l.ctx));
+    if (i > 0) builders->back()->as_choice(i, *builders->front());
+  }
+  const auto cancel_all = [streams] {
+    for (auto& s : *streams) s->cancel();
+  };
+  const auto all_of = [builders] {
+    std::vector<const ResponseBuilder*> v;
+    for (const auto& b : *builders) v.push_back(b.get());
+    return v;
+  };
 
   if (!prepared->stream) {
     ++responding_;
@@ -300,50 +317,71 @@ void Server::generate(const httplib::Request& req, httplib::Response& res, Endpo
       std::atomic<int>& n;
       ~Done() { --n; }
     } done{responding_};
-    while (!builder->finished()) {
-      if (auto u = stream->pop(std::chrono::milliseconds(1000))) builder->add(*u);
+    for (size_t i = 0; i < streams->size(); ++i) {
+      ResponseBuilder& b = *(*builders)[i];
+      while (!b.finished())
+        if (auto u = (*streams)[i]->pop(std::chrono::milliseconds(1000))) b.add(*u);
+      if (b.finish() == FinishReason::error) {
+        cancel_all();
+        throw ApiError(500, "generation failed: " + b.error());
+      }
+      if (b.finish() == FinishReason::cancelled) {
+        cancel_all();
+        throw ApiError(503, "the request was cancelled (server shutting down)");
+      }
     }
-    if (builder->finish() == FinishReason::error) throw ApiError(500, "generation failed: " + builder->error());
-    if (builder->finish() == FinishReason::cancelled) throw ApiError(503, "the request was cancelled (server shutting down)");
-    res.set_content(dump(builder->final_object()), "application/json");
+    res.set_content(dump(ResponseBuilder::final_object(all_of())), "application/json");
     return;
   }
   res.set_header("Cache-Control", "no-cache");
   ++responding_;  // until the releaser below runs
   res.set_chunked_content_provider(
       "text/event-stream",
-      [prepared, stream, builder](size_t, httplib::DataSink& sink) {
+      [prepared, streams, builders, cancel_all, all_of](size_t, httplib::DataSink& sink) {
         const auto send = [&](const std::string& data) {
           const std::string event = "data: " + data + "\n\n";
           return sink.write(event.data(), event.size());
         };
+        // The choices' updates in the order they come (one wait shared between them).
+        const auto wait = std::chrono::milliseconds(streams->size() == 1 ? 200 : 10);
         for (;;) {
-          auto u = stream->pop(std::chrono::milliseconds(200));
-          if (!u) {
-            if (!sink.is_writable()) {
-              stream->cancel();
-              return false;
+          bool any = false, all_done = true;
+          for (size_t i = 0; i < streams->size(); ++i) {
+            ResponseBuilder& b = *(*builders)[i];
+            if (b.finished()) continue;
+            all_done = false;
+            auto u = (*streams)[i]->pop(wait);
+            if (!u) continue;
+            any = true;
+            for (const Json& c : b.chunks(*u))
+              if (!send(dump(c))) {
+                cancel_all();
+                return false;
+              }
+            if (u->finish == FinishReason::error || u->finish == FinishReason::cancelled) {
+              const ApiError e(u->finish == FinishReason::error ? 500 : 503,
+                               u->finish == FinishReason::error ? "generation failed: " + u->error : "the request was cancelled");
+              cancel_all();
+              send(dump(e.to_json()));
+              send("[DONE]");
+              sink.done();
+              return true;
             }
-            continue;
           }
-          for (const Json& c : builder->chunks(*u))
-            if (!send(dump(c))) {
-              stream->cancel();
-              return false;
-            }
-          if (u->finish == FinishReason::none) continue;
-          if (u->finish == FinishReason::error || u->finish == FinishReason::cancelled) {
-            const ApiError e(u->finish == FinishReason::error ? 500 : 503,
-                             u->finish == FinishReason::error ? "generation failed: " + u->error : "the request was cancelled");
-            send(dump(e.to_json()));
+          if (all_done) {
+            if (prepared->include_usage && streams->size() > 1) send(dump(ResponseBuilder::usage_chunk(all_of())));
+            send("[DONE]");
+            sink.done();
+            return true;
           }
-          send("[DONE]");
-          sink.done();
-          return true;
+          if (!any && !sink.is_writable()) {
+            cancel_all();
+            return false;
+          }
         }
       },
-      [this, stream](bool success) {
-        if (!success) stream->cancel();
+      [this, cancel_all](bool success) {
+        if (!success) cancel_all();
         --responding_;
       });
 }

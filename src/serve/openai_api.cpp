@@ -20,6 +20,7 @@ namespace {
 
 constexpr int kMaxStops = 16;
 constexpr int kMaxTopLogprobs = 20;
+constexpr int64_t kMaxChoices = 16;  // n: choices of one request
 
 ApiError bad(const std::string& param, const std::string& message) { return ApiError(400, message, param); }
 
@@ -75,7 +76,7 @@ void check_model(const Json& body, const ApiContext& ctx) {
 // The fields chat and completions share: sampling, stops, limits, streaming.
 void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) {
   check_model(body, ctx);
-  if (int_field(body, "n", 1, 1, 128) != 1) throw bad("n", "only n = 1 is supported");
+  r.n = static_cast<int>(int_field(body, "n", 1, 1, kMaxChoices));
   text::SamplerParams& s = r.gen.sampling;
   s.temperature = static_cast<float>(number_field(body, "temperature", 0.8, 0.0, 2.0));
   s.top_p = static_cast<float>(number_field(body, "top_p", 0.95, 0.0, 1.0));
@@ -532,22 +533,35 @@ Json ResponseBuilder::logprobs_json(const std::vector<TokenLogprob>& lp, size_t 
   return {{"tokens", tokens}, {"token_logprobs", token_lp}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-Json ResponseBuilder::usage_json() const {
-  int64_t reasoning_tokens = 0;
-  if (!whole_.reasoning.empty())
-    reasoning_tokens = static_cast<int64_t>(ctx_.model->tokenizer().encode(whole_.reasoning, {.add_special = false}).size());
-  return {{"prompt_tokens", prompt_tokens_},
-          {"completion_tokens", completion_tokens_},
-          {"total_tokens", prompt_tokens_ + completion_tokens_},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens_}}},
+// One prompt, counted once (its cached tokens are the first choice's, which ran it); the
+// completions of every choice summed, as OpenAI counts n > 1.
+Json ResponseBuilder::usage_json(const std::vector<const ResponseBuilder*>& choices) {
+  const ResponseBuilder& first = *choices.front();
+  int64_t completion = 0, reasoning_tokens = 0;
+  for (const ResponseBuilder* b : choices) {
+    completion += b->completion_tokens_;
+    if (!b->whole_.reasoning.empty())
+      reasoning_tokens +=
+          static_cast<int64_t>(b->ctx_.model->tokenizer().encode(b->whole_.reasoning, {.add_special = false}).size());
+  }
+  return {{"prompt_tokens", first.prompt_tokens_},
+          {"completion_tokens", completion},
+          {"total_tokens", first.prompt_tokens_ + completion},
+          {"prompt_tokens_details", {{"cached_tokens", first.cached_tokens_}}},
           {"completion_tokens_details", {{"reasoning_tokens", reasoning_tokens}}}};
 }
 
 void ResponseBuilder::add(const Update& u) { take(u); }
 
-Json ResponseBuilder::final_object() const {
+void ResponseBuilder::as_choice(size_t index, const ResponseBuilder& first) {
+  index_ = index;
+  id_ = first.id_;
+  created_ = first.created_;
+}
+
+Json ResponseBuilder::choice_json() const {
   const bool chat = req_.endpoint == Endpoint::chat;
-  Json choice = {{"index", 0}};
+  Json choice = {{"index", index_}};
   if (chat) {
     Json msg = {{"role", "assistant"}};
     msg["content"] = whole_.content.empty() && !whole_.tool_calls.empty() ? Json() : Json(whole_.content);
@@ -559,13 +573,33 @@ Json ResponseBuilder::final_object() const {
   }
   choice["logprobs"] = req_.logprobs ? logprobs_json(logprobs_, 0) : Json();
   choice["finish_reason"] = finish_reason_text();
-  return {{"id", id_},
-          {"object", chat ? "chat.completion" : "text_completion"},
-          {"created", created_},
-          {"model", ctx_.model_id},
+  return choice;
+}
+
+Json ResponseBuilder::final_object() const { return final_object({this}); }
+
+Json ResponseBuilder::final_object(const std::vector<const ResponseBuilder*>& choices) {
+  const ResponseBuilder& first = *choices.front();
+  Json list = Json::array();
+  for (const ResponseBuilder* b : choices) list.push_back(b->choice_json());
+  return {{"id", first.id_},
+          {"object", first.req_.endpoint == Endpoint::chat ? "chat.completion" : "text_completion"},
+          {"created", first.created_},
+          {"model", first.ctx_.model_id},
           {"system_fingerprint", "squeeze"},
-          {"choices", Json::array({choice})},
-          {"usage", usage_json()}};
+          {"choices", std::move(list)},
+          {"usage", usage_json(choices)}};
+}
+
+Json ResponseBuilder::usage_chunk(const std::vector<const ResponseBuilder*>& choices) {
+  const ResponseBuilder& first = *choices.front();
+  return {{"id", first.id_},
+          {"object", first.req_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", first.created_},
+          {"model", first.ctx_.model_id},
+          {"system_fingerprint", "squeeze"},
+          {"choices", Json::array()},
+          {"usage", usage_json(choices)}};
 }
 
 std::vector<Json> ResponseBuilder::chunks(const Update& u) {
@@ -582,7 +616,7 @@ std::vector<Json> ResponseBuilder::chunks(const Update& u) {
                 {"choices", Json::array({std::move(choice)})}};
   };
   if (chat && !role_sent_) {
-    out.push_back(chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}));
+    out.push_back(chunk({{"index", index_}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}));
     role_sent_ = true;
   }
   const bool has_lp = req_.logprobs && !u.logprobs.empty();
@@ -592,25 +626,20 @@ std::vector<Json> ResponseBuilder::chunks(const Update& u) {
     if (!delta.content.empty()) d["content"] = delta.content;
     if (!delta.tool_calls.empty()) d["tool_calls"] = tool_calls_json(delta.tool_calls, calls_before);
     if (!d.empty() || has_lp)
-      out.push_back(chunk({{"index", 0}, {"delta", d}, {"logprobs", has_lp ? logprobs_json(u.logprobs, 0) : Json()}, {"finish_reason", nullptr}}));
+      out.push_back(chunk({{"index", index_}, {"delta", d}, {"logprobs", has_lp ? logprobs_json(u.logprobs, 0) : Json()}, {"finish_reason", nullptr}}));
   } else if (!u.text.empty() || has_lp) {
-    out.push_back(chunk({{"index", 0}, {"text", u.text}, {"logprobs", has_lp ? logprobs_json(u.logprobs, text_before) : Json()},
+    out.push_back(chunk({{"index", index_}, {"text", u.text}, {"logprobs", has_lp ? logprobs_json(u.logprobs, text_before) : Json()},
                          {"finish_reason", nullptr}}));
   }
   if (u.finish != FinishReason::none && u.finish != FinishReason::error && u.finish != FinishReason::cancelled) {
-    Json fin = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason_text()}};
+    Json fin = {{"index", index_}, {"logprobs", nullptr}, {"finish_reason", finish_reason_text()}};
     if (chat) {
       fin["delta"] = Json::object();
     } else {
       fin["text"] = "";
     }
     out.push_back(chunk(fin));
-    if (req_.include_usage) {
-      Json usage = chunk(nullptr);
-      usage["choices"] = Json::array();
-      usage["usage"] = usage_json();
-      out.push_back(usage);
-    }
+    if (req_.include_usage && req_.n == 1) out.push_back(usage_chunk({this}));
   }
   return out;
 }

@@ -4,8 +4,9 @@
 // text_completion objects and their streaming chunks.
 //
 // Field rules (docs/server.md lists them all): unknown fields are ignored, as llama-server
-// and most OpenAI-compatible servers do; `n` other than 1 and `tool_choice`
-// other than "auto" / "none" are refused with a 400 naming the field; `response_format`
+// and most OpenAI-compatible servers do; `tool_choice` other than "auto" /
+// "none" is refused with a 400 naming the field; `n` (≤ kMaxChoices) gives independent
+// samples seeded seed, seed + 1, … over one prefill (Engine::submit_group); `response_format`
 // json_object / json_schema constrain the answer through a grammar (serve/response_format.h). Images (`image_url` parts with base64 data: URLs) are taken when
 // the server has a vision projector, and refused with a 400 otherwise.
 #pragma once
@@ -73,6 +74,7 @@ struct PreparedRequest {
   GenerationRequest gen;
   bool stream = false, include_usage = false;
   bool logprobs = false;
+  int n = 1;                          // choices (OpenAI's n): seeds seed, seed + 1, …
   chat::ToolParams tools;             // the request's tools, when the model's framing calls tools
   std::string prompt_text;            // the rendered chat prompt (chat only)
 };
@@ -102,6 +104,11 @@ class ResponseBuilder {
   // Non-streaming: accumulate every update, then build the object.
   void add(const Update& u);
   chat::Json final_object() const;
+  // Choice `index` of n (n > 1): the first choice's id and time. Its chunks then carry no
+  // usage: usage_chunk() sums every choice once all have finished.
+  void as_choice(size_t index, const ResponseBuilder& first);
+  static chat::Json final_object(const std::vector<const ResponseBuilder*>& choices);
+  static chat::Json usage_chunk(const std::vector<const ResponseBuilder*>& choices);
   bool finished() const { return finish_ != FinishReason::none; }
   FinishReason finish() const { return finish_; }
   const std::string& error() const { return error_; }
@@ -109,7 +116,8 @@ class ResponseBuilder {
  private:
   chat::ParsedOutput take(const Update& u);   // the update's text through the parser (or as content)
   chat::Json logprobs_json(const std::vector<TokenLogprob>& lp, size_t first_offset) const;
-  chat::Json usage_json() const;
+  chat::Json choice_json() const;
+  static chat::Json usage_json(const std::vector<const ResponseBuilder*>& choices);
   std::string finish_reason_text() const;
   chat::Json tool_calls_json(const std::vector<chat::ToolCall>& calls, size_t first_index) const;
 
@@ -122,6 +130,7 @@ class ResponseBuilder {
   std::vector<TokenLogprob> logprobs_;
   std::string text_;                  // completion text so far
   bool role_sent_ = false;
+  size_t index_ = 0;
   FinishReason finish_ = FinishReason::none;
   std::string error_;
   int64_t prompt_tokens_ = 0, cached_tokens_ = 0, completion_tokens_ = 0;

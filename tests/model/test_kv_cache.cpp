@@ -113,6 +113,40 @@ TEST(KvCache, RoundTripsThroughTheViewAcrossRingWrap) {
   }
 }
 
+// A copied prefix equals the source truncated there, before and after both take the same
+// new rows; the source is left as it was; a prefix the rings no longer hold is refused.
+TEST(KvCache, CopiedPrefixEqualsTheTruncatedSource) {
+  for (KvType type : {KvType::F32, KvType::F16}) {
+    KvCache src(hybrid_config(type)), twin(hybrid_config(type)), copy(hybrid_config(type));
+    const int64_t n = 200, row = 2 * 64, extra = 20;
+    const auto k = random_vector(static_cast<size_t>((n + extra) * row)), v = random_vector(static_cast<size_t>((n + extra) * row));
+    const auto k2 = random_vector(static_cast<size_t>(extra * row)), v2 = random_vector(static_cast<size_t>(extra * row));
+    for (KvCache* c : {&src, &twin, &copy})
+      for (int64_t l = 0; l < 4; ++l) c->append(l, {.k = k.data(), .v = v.data(), .n = c == &copy ? 7 : n});
+    const int64_t pos = 190;  // rings of 39 slots still hold the window of 24 before it
+    copy.copy_prefix_from(src, pos);
+    EXPECT_EQ(src.size(), n);
+    twin.truncate(pos);
+    for (KvCache* c : {&twin, &copy})
+      for (int64_t l = 0; l < 4; ++l) c->append(l, {.k = k2.data(), .v = v2.data(), .n = extra});
+    for (int64_t l = 0; l < 4; ++l) {
+      const KvLayerView a = twin.view(l), b = copy.view(l);
+      ASSERT_EQ(a.pos_begin, b.pos_begin);
+      ASSERT_EQ(a.pos_end, b.pos_end);
+      for (int64_t p = std::max(a.pos_begin, pos + extra - 24); p < a.pos_end; ++p)
+        for (int64_t h = 0; h < 2; ++h)
+          ASSERT_EQ(std::memcmp(a.run(h, p, 1).k, b.run(h, p, 1).k, kernels::cpu::kv_row_bytes(type, 64)), 0) << l << " " << p;
+      if (l == 3)  // the global layer keeps every position
+        for (int64_t p = 0; p < a.pos_end; ++p)
+          ASSERT_EQ(std::memcmp(a.run(1, p, 1).v, b.run(1, p, 1).v, kernels::cpu::kv_row_bytes(type, 64)), 0) << p;
+    }
+    KvCache other(hybrid_config(type));
+    EXPECT_THROW(other.copy_prefix_from(src, 100), Error);  // the rings moved past it
+    EXPECT_THROW(other.copy_prefix_from(src, n + 1), Error);
+    EXPECT_THROW(copy.copy_prefix_from(copy, 10), Error);
+  }
+}
+
 TEST(KvCache, OverflowAndRollbackErrors) {
   KvCache cache(hybrid_config());
   const auto k = random_vector(400 * 128), v = random_vector(400 * 128);

@@ -215,7 +215,7 @@ def test_errors_have_their_status_and_the_server_keeps_serving(server):
     expect_error(server, "/v1/chat/completions", {"messages": "Hi"}, 400)
     expect_error(server, "/v1/chat/completions", {"messages": [{"role": "wizard", "content": "x"}]}, 400)
     expect_error(server, "/v1/chat/completions", {"messages": msgs, "max_tokens": 0}, 400)
-    expect_error(server, "/v1/chat/completions", {"messages": msgs, "n": 2}, 400)
+    expect_error(server, "/v1/chat/completions", {"messages": msgs, "n": 17}, 400)
     expect_error(server, "/v1/chat/completions", {"messages": msgs, "stop": 5}, 400)
     expect_error(server, "/v1/chat/completions", {"messages": msgs, "top_logprobs": 2}, 400)
     expect_error(server, "/v1/chat/completions", {"messages": msgs, "response_format": {"type": "json_object"}}, 400)
@@ -310,6 +310,36 @@ def test_sigterm_finishes_running_requests():
     assert chunks[-1].choices[0].finish_reason == "length"  # the stream ran to its end too
     assert s.proc.wait(60) == 0
     assert any("stopped" in line for line in s.log)
+
+
+def test_n_choices_equal_seeded_single_requests_over_one_prefill(server, client):
+    """n = 3 gives the texts of three single requests seeded seed, seed + 1, seed + 2, in
+    order, streamed or not; the prompt runs once: the other two choices copy its K/V (all
+    but the last, partial chunk of 64), which /metrics counts as cached prompt tokens."""
+    prompt = " ".join(QUESTIONS * 3) + " And the answer to all of these:"
+    kw = dict(model=MODEL_ID, prompt=prompt, temperature=0.9, max_tokens=16)
+    cached = lambda: server.metrics()["squeeze_prompt_tokens_cached_total"]
+    before = cached()
+    r = client.completions.create(n=3, seed=41, **kw)
+    shared = cached() - before
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    n_prompt = r.usage.prompt_tokens
+    assert n_prompt > 128 and shared >= 2 * ((n_prompt - 1) // 64 * 64), (n_prompt, shared)
+    assert r.usage.completion_tokens == 3 * 16
+    texts = [c.text for c in r.choices]
+    singles = [client.completions.create(n=1, seed=41 + i, **kw).choices[0].text for i in range(3)]
+    assert texts == singles
+    streamed, usage = ["", "", ""], []
+    for chunk in client.completions.create(n=3, seed=41, stream=True, stream_options={"include_usage": True}, **kw):
+        for c in chunk.choices:
+            streamed[c.index] += c.text
+        if chunk.usage:
+            usage.append(chunk.usage)
+    assert streamed == texts
+    assert len(usage) == 1 and usage[0].completion_tokens == 48
+    chats = chat(client, "Tell me of the ark.", n=2, seed=9, temperature=0.9)
+    assert [c.message.content for c in chats.choices] == [
+        chat(client, "Tell me of the ark.", seed=9 + i, temperature=0.9).choices[0].message.content for i in range(2)]
 
 
 def test_response_format_needs_an_answer_in_plain_text(client):
