@@ -30,6 +30,8 @@ int run_make_model(int argc, char** argv) {
               "F32")
       .int_option({"--seed"}, "N", "random seed", {0, squeeze::cli::kMaxSeed}, "1")
       .option({"--chat-template"}, "FILE", "a Jinja chat template to store as tokenizer.chat_template")
+      .flag({"--text-tags"}, "<think> </think> <tool_call> </tool_call> as text tokens, as in Qwen's vocabularies\n"
+                             "(thinking and tool calls in tags) instead of control tokens")
       .option({"--drafter-for"}, "MODEL", "write a random DFlash drafter for this model instead (the reference recipe's\n"
                                          "shape: its width and heads, default taps; --draft-layers, --draft-block, --draft-window)")
       .int_option({"--draft-layers"}, "N", "drafter layers", {1, 64}, "5")
@@ -87,7 +89,8 @@ int run_make_model(int argc, char** argv) {
   const squeeze::gguf::DeclaredInputs inputs({args.get("--chat-template")});
   const auto fallbacks = squeeze::model::write_random_model(
       {.config = c, .type = type.value_or(squeeze::gguf::GgmlType::F32), .preset = preset,
-       .seed = static_cast<uint64_t>(args.get_int("--seed")), .path = out, .chat_template = chat_template});
+       .seed = static_cast<uint64_t>(args.get_int("--seed")), .path = out, .chat_template = chat_template,
+       .text_tags = args.has("--text-tags")});
   for (const auto& note : fallbacks) std::fprintf(stderr, "note: %s\n", note.c_str());
   const auto params = squeeze::model::count_params(c);
   std::printf("wrote %s: %s, %lld layers (%s), %.1fM parameters, matrices %s\n", out.c_str(), std::string(squeeze::model::arch_name(c.arch)).c_str(),

@@ -17,7 +17,7 @@ enum FrameType : uint8_t { kValue, kLiteral, kKey, kRoot };
 
 constexpr int kMaxNumberDigits = 16;   // integer and fraction parts of an unbounded number
 constexpr int kMaxBoundedDigits = 18;  // a bounded integer (bounds below 1e17)
-constexpr int kMaxExponentDigits = 3;
+constexpr int kMaxExponentDigits = 2;  // 1e99 at most: every number stays a finite double
 constexpr int kMaxEpsilon = 32;        // alternatives followed without a byte ($ref chains)
 
 bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
@@ -90,33 +90,45 @@ class Stepper {
       case Kind::string: return string(p, c);
       case Kind::number:
       case Kind::integer: return number(p, c, eps);
+      case Kind::sequence: {
+        const Node& n = g_.node(f.node);
+        if (static_cast<size_t>(f.phase) < n.alts.size()) push_value(p, n.alts[f.phase], c, eps);
+        return;
+      }
       case Kind::alternatives:
       case Kind::literals: return;  // never on the stack: expanded when pushed
     }
   }
 
-  // The top frame is complete: pop it and tell its parent.
+  // The top frame is complete: pop it and tell its parent (a sequence whose last part
+  // this was is complete too).
   static void child_done(const JsonGrammar& g, Parse& p) {
-    --p.depth;
-    Frame& f = p.top();
-    f.ws = 0;
-    if (f.type == kRoot) {
-      f.phase = 1;
-      return;
-    }
-    switch (g.node(f.node).kind) {
-      case Kind::object:
-        if (f.phase == 2) f.phase = 3;
-        else f.phase = 5, f.count = f.aux + 1;
+    for (;;) {
+      --p.depth;
+      Frame& f = p.top();
+      f.ws = 0;
+      if (f.type == kRoot) {
+        f.phase = 1;
         return;
-      case Kind::map:
-        if (f.phase == 2) f.phase = 3;
-        else f.phase = 5, ++f.count;
-        return;
-      case Kind::array:
-        f.phase = 3, ++f.count;
-        return;
-      default: return;
+      }
+      const Node& n = g.node(f.node);
+      switch (n.kind) {
+        case Kind::object:
+          if (f.phase == 2) f.phase = 3;
+          else f.phase = 5, f.count = f.aux + 1;
+          return;
+        case Kind::map:
+          if (f.phase == 2) f.phase = 3;
+          else f.phase = 5, ++f.count;
+          return;
+        case Kind::array:
+          f.phase = 3, ++f.count;
+          return;
+        case Kind::sequence:
+          if (static_cast<size_t>(++f.phase) < n.alts.size()) return;
+          continue;
+        default: return;
+      }
     }
   }
 
@@ -166,7 +178,7 @@ class Stepper {
   void root(Parse& p, uint8_t c, int eps) {
     Frame& f = p.top();
     if (f.phase != 0) return;
-    if (take_ws(f, c)) return emit(p);
+    if (g_.root_whitespace() && take_ws(f, c)) return emit(p);
     push_value(p, g_.root(), c, eps);
   }
 

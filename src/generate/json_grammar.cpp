@@ -40,6 +40,34 @@ class SchemaCompiler {
     return g_;
   }
 
+  std::shared_ptr<const JsonGrammar> tool_call(const std::vector<JsonGrammar::Tool>& tools, const std::string& prefix,
+                                               const std::string& suffix, const std::string& args_key) {
+    if (tools.empty()) refuse("#", "no tools to call");
+    g_->key_string_ = add(node_of(Kind::string));
+    const int32_t root = add(node_of(Kind::alternatives));
+    std::vector<int32_t> calls;
+    for (const JsonGrammar::Tool& t : tools) {
+      doc_ = t.parameters;  // a $ref in the parameters points within them
+      refs_.clear();
+      Node obj = node_of(Kind::object);
+      obj.props.push_back({Json("name").dump(), add(literals_of({Json(t.name).dump()})), true});
+      const Json any_object = {{"type", "object"}};
+      obj.props.push_back({Json(args_key).dump(),
+                           t.parameters ? compile(*t.parameters, "tools/" + t.name + "/parameters", 0)
+                                        : compile(any_object, "#", 0),
+                           true});
+      Node seq = node_of(Kind::sequence);
+      if (!prefix.empty()) seq.alts.push_back(add(literals_of({prefix})));
+      seq.alts.push_back(add(std::move(obj)));
+      if (!suffix.empty()) seq.alts.push_back(add(literals_of({suffix})));
+      calls.push_back(add(std::move(seq)));
+    }
+    g_->nodes_[static_cast<size_t>(root)].alts = std::move(calls);
+    g_->root_ = root;
+    g_->root_whitespace_ = false;
+    return g_;
+  }
+
   std::shared_ptr<const JsonGrammar> schema() {
     g_->key_string_ = add(node_of(Kind::string));
     g_->root_ = compile(*doc_, "#", 0);
@@ -285,6 +313,11 @@ std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() { return SchemaComp
 
 std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(const chat::Json& schema) {
   return SchemaCompiler(&schema).schema();
+}
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::tool_call(const std::vector<Tool>& tools, const std::string& prefix,
+                                                          const std::string& suffix, const std::string& args_key) {
+  return SchemaCompiler(nullptr).tool_call(tools, prefix, suffix, args_key);
 }
 
 }  // namespace squeeze::generate

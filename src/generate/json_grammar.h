@@ -9,7 +9,7 @@
 //     only for objects that declare none: maps of that value schema);
 //   - whitespace only where JSON pretty-printing puts it (after { [ , : and before } ]),
 //     at most kMaxWhitespace bytes in a row;
-//   - numbers with at most 16 digits before and after the point and 3 in the exponent;
+//   - numbers with at most 16 digits before and after the point and 2 in the exponent;
 //     a number schema with minimum/maximum generates integers in that range;
 //   - strings as UTF-8 (validated) with the standard escapes; \u escapes of surrogates
 //     are not generated;
@@ -46,6 +46,14 @@ class JsonGrammar {
   static std::shared_ptr<const JsonGrammar> any_object();
   // A JSON schema (draft 2020-12 / 7 keywords). Throws SchemaError.
   static std::shared_ptr<const JsonGrammar> from_schema(const chat::Json& schema);
+  // One call of one of `tools` (name and parameters schema, null: any object), written as
+  // prefix + {"name": NAME, args_key: ARGUMENTS} + suffix (a model's tool-call framing).
+  struct Tool {
+    std::string name;
+    const chat::Json* parameters = nullptr;
+  };
+  static std::shared_ptr<const JsonGrammar> tool_call(const std::vector<Tool>& tools, const std::string& prefix,
+                                                      const std::string& suffix, const std::string& args_key);
 
   enum class Kind : uint8_t {
     alternatives,  // one of `alts` (anyOf, oneOf, a list of types, $ref, any value)
@@ -56,6 +64,7 @@ class JsonGrammar {
     string,        // min..max characters
     number,        // any JSON number
     integer,       // an integer, within [lo, hi] when bounded
+    sequence,      // `alts` one after the other (a call's framing around its JSON)
   };
   struct Property {
     std::string key;  // the key as JSON text, quotes included
@@ -76,12 +85,15 @@ class JsonGrammar {
   const Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
   int32_t root() const { return root_; }
   int32_t key_string() const { return key_string_; }  // a map's keys
+  // Whitespace may come before the value (an answer after `</think>`); not before a call's framing.
+  bool root_whitespace() const { return root_whitespace_; }
   size_t size() const { return nodes_.size(); }
 
  private:
   friend class SchemaCompiler;
   std::vector<Node> nodes_;
   int32_t root_ = -1, key_string_ = -1;
+  bool root_whitespace_ = true;
 };
 
 }  // namespace squeeze::generate

@@ -94,7 +94,12 @@ int32_t Sequence::sample(std::span<const float> row, Step& out) {
   // 262k floats is a megabyte per token).
   std::span<const float> seen = row;
   const bool constrained = this->constrained();
-  if (constrained || !params_.logit_bias.empty() || !banned_.empty() || (thinking_ && thinking_->restricts())) {
+  // Thinking before a constrained answer: it may end only with its closing tag (or the
+  // budget's close), never with a control token that would end the turn or leave the
+  // thinking unmarked in the text.
+  const bool thinking_first = grammar_ && !constrained;
+  if (constrained || thinking_first || !params_.logit_bias.empty() || !banned_.empty() ||
+      (thinking_ && thinking_->restricts())) {
     masked_.assign(row.begin(), row.end());
     for (const auto& [id, bias] : params_.logit_bias) {
       float& l = masked_[static_cast<size_t>(id)];
@@ -103,6 +108,8 @@ int32_t Sequence::sample(std::span<const float> row, Step& out) {
     for (int32_t id : banned_) masked_[static_cast<size_t>(id)] = -INFINITY;
     if (thinking_) thinking_->mask(masked_);  // no `self` header once the budget closed the thinking
     if (constrained) mask_grammar(masked_);
+    if (thinking_first)
+      for (int32_t id : params_.vocab_trie->control_ids()) masked_[static_cast<size_t>(id)] = -INFINITY;
     seen = masked_;
   }
   const int32_t y = sampler_.sample(seen);

@@ -68,7 +68,8 @@ struct SequenceParams {
   // Grammar-constrained output (OpenAI's response_format): only tokens the grammar accepts
   // are sampled, the end-of-generation ids only once the value is complete, and the sequence
   // stops (Finish::stop) when nothing may follow. With a thinking budget of `<think>`
-  // framing, the grammar starts with the answer (the thinking is free). Both or neither.
+  // framing, the grammar starts with the answer: the thinking is free, except that it
+  // cannot end on a control token (only `</think>` or the budget's close). Both or neither.
   std::shared_ptr<const JsonGrammar> grammar = nullptr;
   std::shared_ptr<const VocabTrie> vocab_trie = nullptr;
 };

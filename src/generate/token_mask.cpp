@@ -16,6 +16,7 @@ VocabTrie::VocabTrie(const text::Tokenizer& tok) : n_vocab_(tok.n_vocab()) {
   std::vector<Entry> entries;
   for (int32_t id = 0; id < n_vocab_; ++id) {
     const text::TokenType t = tok.token_type(id);
+    if (t == text::TokenType::control) control_ids_.push_back(id);
     if (t == text::TokenType::control || t == text::TokenType::unused) continue;
     std::string text = tok.token_to_piece(id, {.render_control = false});
     if (text.empty()) continue;

@@ -21,6 +21,8 @@ class VocabTrie {
  public:
   explicit VocabTrie(const text::Tokenizer& tok);
   int32_t n_vocab() const { return n_vocab_; }
+  // The control tokens (never text, so never part of a grammar's output).
+  const std::vector<int32_t>& control_ids() const { return control_ids_; }
 
   // Sets logits[t] to −inf for every token t the matcher refuses; `end_ids` stay when the
   // matcher can end, else they go too. False when no token is left. `scratch` holds the
@@ -41,7 +43,7 @@ class VocabTrie {
   int32_t n_vocab_ = 0;
   std::vector<Node> nodes_;
   std::vector<uint8_t> bytes_;
-  std::vector<int32_t> children_, tokens_;
+  std::vector<int32_t> children_, tokens_, control_ids_;
   size_t max_length_ = 0;
 };
 

@@ -83,6 +83,16 @@ std::vector<std::string> write_random_model(const RandomModelParams& p) {
   SQZ_CHECK(c.n_vocab >= static_cast<int64_t>(bp.specials.size()) + 256, "vocabulary of ", c.n_vocab,
             " is too small for the byte-level tokenizer (needs at least ", bp.specials.size() + 256, ")");
   text::TokenizerData tok = text::train_bpe(kSampleText, bp);
+  if (p.text_tags) {
+    for (size_t i = 0; i < tok.tokens.size(); ++i)
+      if (tok.tokens[i] == "<think>" || tok.tokens[i] == "</think>")
+        tok.token_types[i] = static_cast<int32_t>(text::TokenType::user_defined);
+    for (const char* tag : {"<tool_call>", "</tool_call>"}) {
+      SQZ_CHECK(static_cast<int64_t>(tok.tokens.size()) < c.n_vocab, "vocabulary of ", c.n_vocab, " has no room for ", tag);
+      tok.tokens.push_back(tag);
+      tok.token_types.push_back(static_cast<int32_t>(text::TokenType::user_defined));
+    }
+  }
   while (static_cast<int64_t>(tok.tokens.size()) < c.n_vocab) {
     tok.tokens.push_back("<|unused_" + std::to_string(tok.tokens.size()) + "|>");
     tok.token_types.push_back(static_cast<int32_t>(text::TokenType::unused));

@@ -24,6 +24,9 @@ struct RandomModelParams {
   uint64_t seed = 1;
   std::string path;
   std::string chat_template = {};  // written as tokenizer.chat_template when not empty
+  // <think> </think> <tool_call> </tool_call> as text tokens, as Qwen's vocabularies have
+  // them (the tagged output framing: thinking and tool calls), instead of control tokens.
+  bool text_tags = false;
 };
 
 // Matrices get N(0, 1/cols) entries (so activations keep their scale through the

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "generate/content_literals.h"
 #include "serve/data_url.h"
-#include "serve/response_format.h"
+#include "serve/constrained_output.h"
 
 namespace squeeze::serve {
 
@@ -323,7 +323,7 @@ std::string reasoning_level(const Json& body, const ApiContext& ctx) {
 }
 
 std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* has_tools, ImageList* images,
-                               std::vector<std::pair<size_t, size_t>>* literal_ranges) {
+                               std::vector<std::pair<size_t, size_t>>* literal_ranges, bool* tools_unseen) {
   if (!ctx.chat) throw ApiError(400, "this model has no chat template (tokenizer.chat_template); use /v1/completions");
   PendingImages pending;
   std::optional<generate::ContentLiterals> literals;
@@ -331,13 +331,7 @@ std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* ha
   const Json messages = template_messages(body, ctx, images ? &pending : nullptr, literals ? &*literals : nullptr);
   if (images) encode_images(pending, ctx, *images);
   Json tools = nullptr;
-  std::string choice = "auto";
-  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
-    if (!body["tool_choice"].is_string()) throw bad("tool_choice", "'tool_choice' other than \"auto\" or \"none\" is not supported");
-    choice = body["tool_choice"].get<std::string>();
-    if (choice != "auto" && choice != "none")
-      throw bad("tool_choice", "'tool_choice' \"" + choice + "\" is not supported (use \"auto\" or \"none\")");
-  }
+  const std::string choice = parse_tool_choice(body).mode;
   if (body.contains("tools") && !body["tools"].is_null()) {
     if (!body["tools"].is_array()) throw bad("tools", "'tools' must be a list");
     for (const Json& t : body["tools"])
@@ -363,6 +357,8 @@ std::string render_chat_prompt(const Json& body, const ApiContext& ctx, bool* ha
   std::string rendered;
   try {
     rendered = ctx.chat->render(messages, true, tools, extra);
+    // A template that ignores `tools` renders the same without them: the model never sees them.
+    if (tools_unseen && !tools.is_null()) *tools_unseen = rendered == ctx.chat->render(messages, true, nullptr, extra);
   } catch (const std::exception& e) {
     throw bad("messages", std::string("the chat template refused the messages: ") + e.what());
   }
@@ -375,7 +371,12 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
   bool has_tools = false;
   ImageList images;
   std::vector<std::pair<size_t, size_t>> literal_ranges;
-  r.prompt_text = render_chat_prompt(body, ctx, &has_tools, &images, &literal_ranges);
+  bool tools_unseen = false;
+  r.prompt_text = render_chat_prompt(body, ctx, &has_tools, &images, &literal_ranges, &tools_unseen);
+  if (tools_unseen)
+    r.warnings.push_back("the model's chat template does not show 'tools' to the model: they were dropped");
+  else if (has_tools && !ctx.chat->calls_tools())
+    r.warnings.push_back("the model's chat format has no tool calls: 'tools' reach the model, but a call stays text");
   r.gen.prompt = ctx.chat->tokenize(r.prompt_text, std::move(literal_ranges));
   if (ctx.images) {
     vision::PromptRows rows;
@@ -396,6 +397,12 @@ PreparedRequest prepare_chat(const Json& body, const ApiContext& ctx) {
     if (has_tools)
       throw bad("response_format", "response_format with tools is not supported (a tool call is not the schema's JSON)");
     r.gen.grammar = std::move(grammar);
+    r.gen.vocab_trie = ctx.vocab_trie;
+  }
+  if (auto forced = tool_choice_grammar(parse_tool_choice(body), has_tools ? body["tools"] : Json(), ctx.chat->framing())) {
+    if (r.gen.grammar) throw bad("tool_choice", "a forced tool call with a response_format is not supported");
+    if (tools_unseen) throw bad("tool_choice", "the model's chat template does not show 'tools' to the model");
+    r.gen.grammar = std::move(forced);
     r.gen.vocab_trie = ctx.vocab_trie;
   }
   common_fields(body, ctx, r);
@@ -582,13 +589,15 @@ Json ResponseBuilder::final_object(const std::vector<const ResponseBuilder*>& ch
   const ResponseBuilder& first = *choices.front();
   Json list = Json::array();
   for (const ResponseBuilder* b : choices) list.push_back(b->choice_json());
-  return {{"id", first.id_},
-          {"object", first.req_.endpoint == Endpoint::chat ? "chat.completion" : "text_completion"},
-          {"created", first.created_},
-          {"model", first.ctx_.model_id},
-          {"system_fingerprint", "squeeze"},
-          {"choices", std::move(list)},
-          {"usage", usage_json(choices)}};
+  Json out = {{"id", first.id_},
+              {"object", first.req_.endpoint == Endpoint::chat ? "chat.completion" : "text_completion"},
+              {"created", first.created_},
+              {"model", first.ctx_.model_id},
+              {"system_fingerprint", "squeeze"},
+              {"choices", std::move(list)},
+              {"usage", usage_json(choices)}};
+  if (!first.req_.warnings.empty()) out["warnings"] = first.req_.warnings;
+  return out;
 }
 
 Json ResponseBuilder::usage_chunk(const std::vector<const ResponseBuilder*>& choices) {
@@ -617,6 +626,7 @@ std::vector<Json> ResponseBuilder::chunks(const Update& u) {
   };
   if (chat && !role_sent_) {
     out.push_back(chunk({{"index", index_}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}));
+    if (!req_.warnings.empty() && index_ == 0) out.back()["warnings"] = req_.warnings;
     role_sent_ = true;
   }
   const bool has_lp = req_.logprobs && !u.logprobs.empty();

@@ -7,7 +7,7 @@
 // and most OpenAI-compatible servers do; `tool_choice` other than "auto" /
 // "none" is refused with a 400 naming the field; `n` (≤ kMaxChoices) gives independent
 // samples seeded seed, seed + 1, … over one prefill (Engine::submit_group); `response_format`
-// json_object / json_schema constrain the answer through a grammar (serve/response_format.h). Images (`image_url` parts with base64 data: URLs) are taken when
+// json_object / json_schema constrain the answer through a grammar (serve/constrained_output.h). Images (`image_url` parts with base64 data: URLs) are taken when
 // the server has a vision projector, and refused with a 400 otherwise.
 #pragma once
 
@@ -77,6 +77,7 @@ struct PreparedRequest {
   int n = 1;                          // choices (OpenAI's n): seeds seed, seed + 1, …
   chat::ToolParams tools;             // the request's tools, when the model's framing calls tools
   std::string prompt_text;            // the rendered chat prompt (chat only)
+  std::vector<std::string> warnings;  // a top-level "warnings" list in the answer (tools dropped)
 };
 
 PreparedRequest prepare_chat(const chat::Json& body, const ApiContext& ctx);
@@ -88,9 +89,11 @@ PreparedRequest prepare_completion(const chat::Json& body, const ApiContext& ctx
 // `images` when given (decoded and encoded, or found in the cache), else not computed.
 // Control-token texts in user, tool and assistant content stay text (generate/content_literals.h)
 // unless ctx.parse_special_in_content; their byte ranges in the result go to *literal_ranges.
+// *tools_unseen: the request has tools and the template renders the same without them.
 std::string render_chat_prompt(const chat::Json& body, const ApiContext& ctx, bool* has_tools = nullptr,
                                std::vector<std::shared_ptr<const vision::ImageFeatures>>* images = nullptr,
-                               std::vector<std::pair<size_t, size_t>>* literal_ranges = nullptr);
+                               std::vector<std::pair<size_t, size_t>>* literal_ranges = nullptr,
+                               bool* tools_unseen = nullptr);
 
 // Collects a request's updates into the final object, or into streaming chunks.
 class ResponseBuilder {

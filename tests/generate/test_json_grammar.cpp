@@ -59,7 +59,7 @@ TEST(JsonGrammar, ObjectsKeepTheSchemaOrderAndTheRequiredKeys) {
 TEST(JsonGrammar, NumbersStringsAndLiterals) {
   const char* num = R"({"type": "number"})";
   for (const char* ok : {"0", "-0.5", "12e3", "1.25E-7", "-9"}) EXPECT_TRUE(complete(num, ok)) << ok;
-  for (const char* bad : {"01", "1.", ".5", "1e", "+1", "--1"}) EXPECT_FALSE(complete(num, bad)) << bad;
+  for (const char* bad : {"01", "1.", ".5", "1e", "+1", "--1", "9e999"}) EXPECT_FALSE(complete(num, bad)) << bad;
   EXPECT_FALSE(prefix(num, "12345678901234567"));  // 17 integer digits
   const char* range = R"({"type": "integer", "minimum": -5, "exclusiveMaximum": 250})";
   for (const char* ok : {"-5", "0", "249", "17"}) EXPECT_TRUE(complete(range, ok)) << ok;
@@ -99,6 +99,24 @@ TEST(JsonGrammar, ClosedAfterTheValueAndAnyObjectMode) {
   ASSERT_TRUE(n.accept_bytes("12"));
   EXPECT_TRUE(n.can_end());
   EXPECT_FALSE(n.closed());  // more digits may follow
+}
+
+TEST(JsonGrammar, ToolCallsInTheirFraming) {
+  const Json add = Json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})");
+  const auto g = JsonGrammar::tool_call({{"add", &add}, {"now", nullptr}}, "<tool_call>\n", "\n</tool_call>", "arguments");
+  const auto call = [&](const std::string& text) {
+    GrammarMatcher m(g);
+    return m.accept_bytes(text) && m.closed();
+  };
+  EXPECT_TRUE(call("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2}}\n</tool_call>"));
+  EXPECT_TRUE(call("<tool_call>\n{\"name\":\"now\",\"arguments\":{}}\n</tool_call>"));
+  EXPECT_FALSE(call(" <tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));  // nothing before the framing
+  EXPECT_FALSE(call("<tool_call>\n{\"name\": \"sub\", \"arguments\": {}}\n</tool_call>"));   // not a tool
+  EXPECT_FALSE(call("<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>"));   // a required
+  EXPECT_FALSE(call("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2}}"));          // the suffix
+  const auto llama = JsonGrammar::tool_call({{"add", &add}}, "", "", "parameters");
+  GrammarMatcher m(llama);
+  EXPECT_TRUE(m.accept_bytes(R"({"name": "add", "parameters": {"a": -4}})") && m.closed());
 }
 
 TEST(JsonGrammar, UnsupportedKeywordsAreRefusedByName) {

@@ -136,9 +136,10 @@ TEST(KvCache, CopiedPrefixEqualsTheTruncatedSource) {
       for (int64_t p = std::max(a.pos_begin, pos + extra - 24); p < a.pos_end; ++p)
         for (int64_t h = 0; h < 2; ++h)
           ASSERT_EQ(std::memcmp(a.run(h, p, 1).k, b.run(h, p, 1).k, kernels::cpu::kv_row_bytes(type, 64)), 0) << l << " " << p;
-      if (l == 3)  // the global layer keeps every position
+      if (l == 3) {  // the global layer keeps every position
         for (int64_t p = 0; p < a.pos_end; ++p)
           ASSERT_EQ(std::memcmp(a.run(1, p, 1).v, b.run(1, p, 1).v, kernels::cpu::kv_row_bytes(type, 64)), 0) << p;
+      }
     }
     KvCache other(hybrid_config(type));
     EXPECT_THROW(other.copy_prefix_from(src, 100), Error);  // the rings moved past it
