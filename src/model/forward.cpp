@@ -347,6 +347,14 @@ class StepRunner {
   void output_head(float* logits_out) {
     const int64_t E = c_.n_embd;
     float *x = scratch_.x.data(), *h = scratch_.h.data();
+    if (options_.hidden_out) {
+      rmsnorm_rows(x, w_.output_norm, options_.hidden_out, n_, E, c_.rms_eps);
+      if (!logits_out) {
+        mark(StepOp::head);
+        if (prof_) ++prof_->steps;
+        return;
+      }
+    }
     int64_t rows = 0;
     for (size_t s = 0; s < chunks_.size(); ++s) {
       const int64_t first = chunks_[s].all_logits ? 0 : chunks_[s].n - 1;
@@ -449,6 +457,7 @@ void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch,
                   float* logits_out, const ForwardOptions& options) {
   const int64_t n = check_chunks(model.config(), chunks, scratch.max_rows());
   if (n == 0) return;
+  SQZ_CHECK(logits_out || options.hidden_out, "forward: nowhere to write the step's output");
   StepRunner step(model, pool, scratch, chunks, n, options);
   step.embed();
   for (int64_t il = 0; il < model.config().n_layer; ++il) {

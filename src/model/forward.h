@@ -61,6 +61,9 @@ struct ForwardOptions {
   // output for that row (n = tap_layers->size()). Both or neither.
   const std::vector<int64_t>* tap_layers = nullptr;
   float* taps = nullptr;
+  // The final norm's output (what the head reads) for every row of the step, [rows, n_embd]:
+  // embeddings. With it, forward_step's logits_out may be null, and the head is skipped.
+  float* hidden_out = nullptr;
 };
 
 class StepRunner;  // forward.cpp: the named blocks of one forward step
@@ -90,7 +93,7 @@ std::string forward_support_error(const ModelConfig& c);
 int64_t logit_rows(std::span<const SequenceChunk> chunks);
 
 // Runs the chunks and writes their logits to logits_out ([logit_rows(chunks), n_vocab],
-// chunk by chunk in order). Each chunk's K/V is appended to its cache. Throws on a token
+// chunk by chunk in order; null with options.hidden_out: no logits). Each chunk's K/V is appended to its cache. Throws on a token
 // outside the vocabulary, more rows than the scratch holds, or a chunk its cache cannot
 // take (past the context limit, longer than max_chunk()).
 void forward_step(const Model& model, ThreadPool& pool, ForwardScratch& scratch, std::span<const SequenceChunk> chunks,

@@ -77,6 +77,7 @@ Engine::Engine(const model::Model& model, EngineParams params)
       n_ctx_(params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(model.config().n_ctx, 4096)),
       chunk_(std::max<int64_t>(1, params.chunk)),
       max_queue_(static_cast<size_t>(std::max<int64_t>(0, params.max_queue))),
+      kv_type_(params.kv_type),
       drafter_(params.drafter),
       lookup_(params.lookup),
       adaptive_drafts_(params.adaptive_drafts) {
@@ -162,6 +163,43 @@ bool Engine::waits_for_leader(const Job& job) const {
   for (const auto& s : slots_)
     if (s->busy() && s->job->stream == job.leader) return s->prefilling();
   return false;  // the leader has finished (its slot keeps the prompt) or never started
+}
+
+std::vector<float> Engine::hidden_states(std::vector<int32_t> tokens) {
+  SQZ_CHECK(!tokens.empty() && static_cast<int64_t>(tokens.size()) <= n_ctx_, "serve: an input of ", tokens.size(),
+            " tokens (1..", n_ctx_, ")");
+  std::future<std::vector<float>> result;
+  {
+    std::lock_guard lock(mu_);
+    SQZ_CHECK(!stop_ && !draining_, "serve: the engine is stopping");
+    embed_queue_.push_back({std::move(tokens), {}});
+    result = embed_queue_.back().result.get_future();
+  }
+  cv_.notify_all();
+  return result.get();
+}
+
+// Each input as a fresh sequence in chunks (the batch-invariant products of generation), on
+// the scheduler's thread between steps, so it never runs beside a step on the same pool.
+void Engine::run_embeddings(std::deque<EmbedJob>& jobs) {
+  const int64_t E = model_.config().n_embd;
+  for (EmbedJob& job : jobs) {
+    try {
+      const auto n = static_cast<int64_t>(job.tokens.size());
+      model::KvCache cache(model::sequence_cache_config(model_.config(), n, chunk_, kv_type_, chunk_));
+      std::vector<float> out(static_cast<size_t>(n * E));
+      for (int64_t p = 0; p < n; p += chunk_) {
+        const int64_t m = std::min(chunk_, n - p);
+        const model::SequenceChunk chunk{.cache = &cache, .tokens = job.tokens.data() + p, .n = m};
+        model::forward_step(model_, pool_, *scratch_, std::span(&chunk, 1), nullptr,
+                            {.batch_invariant = true, .hidden_out = out.data() + p * E});
+      }
+      job.result.set_value(std::move(out));
+    } catch (...) {
+      job.result.set_exception(std::current_exception());
+    }
+  }
+  jobs.clear();
 }
 
 void Engine::drain() {
@@ -382,14 +420,17 @@ void Engine::advance(Slot& s, const float* rows, int64_t pos0, const float* taps
 
 void Engine::loop() {
   const int64_t V = model_.config().n_vocab;
+  std::deque<EmbedJob> embeds;
   for (;;) {
     {
       std::unique_lock lock(mu_);
       const auto any_busy = [&] {
         return std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy(); });
       };
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty() || any_busy(); });
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !embed_queue_.empty() || any_busy(); });
       if (stop_) {
+        for (EmbedJob& e : embed_queue_) e.result.set_exception(std::make_exception_ptr(Error("serve: the engine stopped")));
+        embed_queue_.clear();
         while (!queue_.empty()) {
           queue_.front().stream->push({.finish = FinishReason::cancelled});
           ++stats_.requests_cancelled;
@@ -415,7 +456,9 @@ void Engine::loop() {
         assign(std::move(job));
         lock.lock();
       }
+      embeds.swap(embed_queue_);
     }
+    if (!embeds.empty()) run_embeddings(embeds);
     for (auto& s : slots_)
       if (s->busy() && s->job->stream->cancelled()) finish(*s, FinishReason::cancelled);
 

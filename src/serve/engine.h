@@ -37,6 +37,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -155,6 +156,11 @@ class Engine {
   // Requests with one prompt (OpenAI's n): their streams, in order, or empty when the queue
   // has no room for all of them.
   std::vector<std::shared_ptr<RequestStream>> submit_group(std::vector<GenerationRequest> requests);
+  // The final norm's output ([tokens, n_embd], what the head reads) of `tokens` run as a
+  // sequence of their own, between generation steps (OpenAI's embeddings). Blocks until
+  // done; throws Error when the engine stops first or the input is empty or longer than a
+  // slot's context.
+  std::vector<float> hidden_states(std::vector<int32_t> tokens);
   // Stops taking requests and returns once every queued and running one has finished.
   void drain();
   EngineStats stats() const;
@@ -168,7 +174,13 @@ class Engine {
   };
   struct Slot;
 
+  struct EmbedJob {
+    std::vector<int32_t> tokens;
+    std::promise<std::vector<float>> result;
+  };
+
   void loop();
+  void run_embeddings(std::deque<EmbedJob>& jobs);
   void assign(Job job);                 // a queued job to an idle slot (prefix reuse)
   bool waits_for_leader(const Job& job) const;  // its group's first request is still prefilling
   void finish(Slot& s, FinishReason reason, const std::string& error = {});
@@ -183,6 +195,7 @@ class Engine {
   ThreadPool& pool_;
   int64_t n_ctx_, chunk_;
   size_t max_queue_;
+  model::KvType kv_type_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::optional<model::ForwardScratch> scratch_;  // rows for every slot's decode and one prompt chunk
   std::vector<float> logits_;
@@ -199,6 +212,7 @@ class Engine {
   mutable std::mutex mu_;              // guards queue_, stop_, draining_, stats_
   std::condition_variable cv_;
   std::deque<Job> queue_;
+  std::deque<EmbedJob> embed_queue_;
   bool stop_ = false, draining_ = false;
   EngineStats stats_;
   uint64_t tick_ = 0;                  // LRU clock of slots

@@ -23,6 +23,7 @@
 #include "generate/chat_format.h"
 #include "serve/chat_page.h"
 #include "serve/connection_guard.h"
+#include "serve/embeddings_api.h"
 #include "serve/engine.h"
 #include "serve/openai_api.h"
 #include "vision/encoder.h"
@@ -69,6 +70,7 @@ struct Loaded {
 // neither add series nor put text of its own into /metrics.
 constexpr const char* kRoutes[] = {"/", "/health", "/v1/health", "/v1/models", "/models", "/metrics",
                                    "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions",
+                                   "/v1/embeddings", "/embeddings",
                                    "/tokenize", "/detokenize", "/apply-template"};
 
 const char* route_label(const std::string& path) {
@@ -422,6 +424,16 @@ void Server::routes() {
     http_.Post(path, guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::chat); }));
   for (const char* path : {"/v1/completions", "/completions"})
     http_.Post(path, guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::completion); }));
+  for (const char* path : {"/v1/embeddings", "/embeddings"})
+    http_.Post(path, guarded([this](const httplib::Request& req, httplib::Response& res) {
+      Loaded& l = loaded();
+      if (draining_) throw ApiError(503, "the server is shutting down");
+      const EmbeddingRequest r = prepare_embeddings(parse_body(req.body, json_limits()), l.ctx);
+      std::vector<std::vector<float>> vectors;
+      for (const auto& tokens : r.inputs)
+        vectors.push_back(pool_hidden_states(l.engine->hidden_states(tokens), l.model->config().n_embd, r.pooling, r.normalize));
+      res.set_content(dump(embeddings_response(r, vectors, l.ctx)), "application/json");
+    }));
   http_.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     Loaded& l = loaded();
     const Json body = parse_body(req.body, json_limits());

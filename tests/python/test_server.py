@@ -342,6 +342,18 @@ def test_n_choices_equal_seeded_single_requests_over_one_prefill(server, client)
         chat(client, "Tell me of the ark.", seed=9 + i, temperature=0.9).choices[0].message.content for i in range(2)]
 
 
+def test_embeddings_of_the_student(server, client):
+    """/v1/embeddings: one unit vector of the model's width per input, batched equal to
+    single (tests/python/test_server_embeddings.py compares SmolLM2's with llama.cpp's)."""
+    r = client.embeddings.create(model=MODEL_ID, input=QUESTIONS[:3])
+    width = server.request("GET", "/v1/models")[2]["data"][0]["meta"]["n_embd"]
+    assert [len(d.embedding) for d in r.data] == [width] * 3
+    assert all(abs(sum(x * x for x in d.embedding) - 1) < 1e-4 for d in r.data)
+    assert client.embeddings.create(model=MODEL_ID, input=QUESTIONS[1]).data[0].embedding == r.data[1].embedding
+    code, _, e = server.request("POST", "/v1/embeddings", {"input": "x", "pooling": "max"})
+    assert code == 400 and e["error"]["param"] == "pooling"
+
+
 def test_response_format_needs_an_answer_in_plain_text(client):
     """The student frames its answer with control tokens, which a JSON grammar would forbid."""
     with pytest.raises(openai.BadRequestError) as e:
