@@ -22,7 +22,12 @@ std::shared_ptr<const generate::JsonGrammar> compile(const Json& schema) {
 }  // namespace
 
 std::shared_ptr<const generate::JsonGrammar> response_format_grammar(const Json& body) {
-  if (!body.contains("response_format") || body["response_format"].is_null()) return nullptr;
+  const bool format = body.contains("response_format") && !body["response_format"].is_null();
+  if (body.contains("json_schema") && !body["json_schema"].is_null()) {  // llama-server's top-level field
+    if (format) throw bad_format("give 'response_format' or llama-server's 'json_schema', not both");
+    return compile(body["json_schema"]);
+  }
+  if (!format) return nullptr;
   const Json& f = body["response_format"];
   if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) throw bad_format("'response_format' needs a 'type'");
   const std::string type = f["type"].get<std::string>();

@@ -4,6 +4,7 @@
 //   {"type": "json_object"}                           any JSON object
 //   {"type": "json_object", "schema": {...}}          llama-server's spelling of a schema
 //   {"type": "json_schema", "json_schema": {"name": "...", "schema": {...}, "strict": true}}
+//   a top-level "json_schema": {...}                 llama-server's field (not with response_format)
 //
 // tool_choice "required" (one call of any tool) or {"type": "function", "function":
 // {"name": N}} (a call of N): the call in the model's framing — `<tool_call>\n{"name": N,

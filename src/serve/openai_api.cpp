@@ -73,9 +73,37 @@ void check_model(const Json& body, const ApiContext& ctx) {
                    "model_not_found");
 }
 
+bool present(const Json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+// Fields of OpenAI's and llama-server's APIs that would change the answer in a way squeeze
+// does not implement: a 400 naming them rather than an answer that silently ignores them
+// (docs/server.md lists every field). Each is refused only away from its neutral value.
+void refuse_unsupported_fields(const Json& body) {
+  const auto number_above = [&](const char* key, double neutral) {
+    return present(body, key) && (!body[key].is_number() || body[key].get<double>() > neutral);
+  };
+  if (present(body, "echo") && body["echo"] != false) throw bad("echo", "'echo' is not supported");
+  if (present(body, "suffix") && body["suffix"] != "") throw bad("suffix", "'suffix' (insertion) is not supported");
+  if (number_above("best_of", 1)) throw bad("best_of", "'best_of' is not supported; 'n' gives independent samples");
+  for (const char* key : {"functions", "function_call"})
+    if (present(body, key)) throw bad(key, std::string("'") + key + "' (deprecated) is not supported; use 'tools' and 'tool_choice'");
+  if (present(body, "audio")) throw bad("audio", "audio output is not supported");
+  if (present(body, "web_search_options")) throw bad("web_search_options", "web search is not supported");
+  if (present(body, "modalities") && body["modalities"] != Json::array({"text"}))
+    throw bad("modalities", "only the \"text\" modality is supported");
+  if (present(body, "grammar")) throw bad("grammar", "GBNF 'grammar' is not supported; use response_format json_schema");
+  if (present(body, "samplers")) throw bad("samplers", "a custom sampler order is not supported");
+  if (present(body, "n_probs")) throw bad("n_probs", "'n_probs' is not supported; use logprobs / top_logprobs");
+  if (present(body, "typical_p") && (!body["typical_p"].is_number() || body["typical_p"].get<double>() < 1))
+    throw bad("typical_p", "typical sampling is not supported");
+  for (const char* key : {"mirostat", "dynatemp_range", "xtc_probability", "dry_multiplier", "top_n_sigma"})
+    if (number_above(key, 0)) throw bad(key, std::string("'") + key + "' is not supported");
+}
+
 // The fields chat and completions share: sampling, stops, limits, streaming.
 void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) {
   check_model(body, ctx);
+  refuse_unsupported_fields(body);
   r.n = static_cast<int>(int_field(body, "n", 1, 1, kMaxChoices));
   text::SamplerParams& s = r.gen.sampling;
   s.temperature = static_cast<float>(number_field(body, "temperature", 0.8, 0.0, 2.0));
@@ -85,7 +113,8 @@ void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) 
   s.presence_penalty = static_cast<float>(number_field(body, "presence_penalty", 0.0, -2.0, 2.0));
   s.frequency_penalty = static_cast<float>(number_field(body, "frequency_penalty", 0.0, -2.0, 2.0));
   s.repeat_penalty = static_cast<float>(number_field(body, "repeat_penalty", 1.0, 0.01, 10.0));
-  s.penalty_last_n = -1;  // OpenAI's penalties count every generated token so far
+  // OpenAI's penalties count every generated token so far; llama-server's repeat_last_n a window.
+  s.penalty_last_n = static_cast<int32_t>(int_field(body, "repeat_last_n", -1, -1, 1 << 30));
   if (body.contains("seed") && !body["seed"].is_null()) {
     if (!body["seed"].is_number_integer()) throw bad("seed", "'seed' must be an integer");
     s.seed = body["seed"].is_number_unsigned() ? body["seed"].get<uint64_t>() : static_cast<uint64_t>(body["seed"].get<int64_t>());
@@ -134,8 +163,10 @@ void common_fields(const Json& body, const ApiContext& ctx, PreparedRequest& r) 
   if (room < 0)
     throw bad(r.endpoint == Endpoint::chat ? "messages" : "prompt", "the prompt is " + std::to_string(r.gen.prompt.size()) + " tokens, " + std::to_string(-room) +
                               " more than the context of " + std::to_string(ctx.n_ctx) + " tokens");
-  const char* key = body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null() ? "max_completion_tokens"
-                                                                                                       : "max_tokens";
+  const char* key = present(body, "max_completion_tokens") ? "max_completion_tokens"
+                    : present(body, "max_tokens") || !present(body, "n_predict") ? "max_tokens"
+                                                                                  : "n_predict";  // llama-server's
+  if (key == std::string("n_predict") && body["n_predict"] == -1) key = "max_tokens";  // -1: unlimited, as unset
   const int64_t asked = int_field(body, key, -1, 1, ctx.max_tokens_limit);
   // Unset: up to the context's end (finish_reason "length" there); the context bounds any value.
   r.gen.max_tokens = asked > 0 ? asked : ctx.max_tokens_limit;
@@ -453,6 +484,10 @@ PreparedRequest prepare_completion(const Json& body, const ApiContext& ctx) {
   }
   if (tok.eos_id() >= 0) r.gen.stop_ids.push_back(tok.eos_id());
   if (bool_field(body, "ignore_eos", false)) r.gen.stop_ids.clear();
+  if (auto grammar = response_format_grammar(body)) {  // llama-server's json_schema on completions too
+    r.gen.grammar = std::move(grammar);
+    r.gen.vocab_trie = ctx.vocab_trie;
+  }
   return r;
 }
 
