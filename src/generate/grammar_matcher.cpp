@@ -465,6 +465,15 @@ bool GrammarMatcher::can_end(const JsonGrammar& g, const Parses& ps) {
 
 bool GrammarMatcher::can_end() const { return can_end(*g_, parses_); }
 
+int64_t GrammarMatcher::string_room() const {
+  if (parses_.size() != 1) return -1;
+  const Frame& f = parses_[0].top();
+  if (f.type != kValue) return -1;
+  const Node& n = g_->node(f.node);
+  if (n.kind != Kind::string || f.phase != 1) return -1;
+  return n.max < 0 ? INT64_MAX : n.max - f.count;
+}
+
 bool GrammarMatcher::closed() const {
   return std::all_of(parses_.begin(), parses_.end(), [](const Parse& p) { return p.depth == 1 && p.top().phase == 1; });
 }

@@ -35,6 +35,9 @@ class GrammarMatcher {
   bool can_end() const;
   // Whether the value is complete and no byte may follow.
   bool closed() const;
+  // In a string's text (one parse, no escape or UTF-8 sequence open): how many more
+  // characters the string may take (INT64_MAX: unbounded); else -1.
+  int64_t string_room() const;
 
   // One parse: the open frames, the innermost last.
   struct Frame {

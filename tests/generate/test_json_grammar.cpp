@@ -196,13 +196,15 @@ TEST(TokenMask, EqualsTryingEveryTokenOnRandomPrefixes) {
   std::vector<GrammarMatcher::Parses> scratch;
   int checked = 0, n_allowed = 0;
   for (const char* p : {"", "{", "{\"na", "{\"name\": \"A", "{\"name\": \"Ann\", \"age\": 1", "{\"name\": \"Ann\", \"age\": 12}",
-                        "{\"name\": \"Ann\", \"age\": 12, \"tags\": [", "{\"name\": \"\xc3"}) {
+                        "{\"name\": \"Ann\", \"age\": 12, \"tags\": [", "{\"name\": \"\xc3", "{\"name\": \"Ann\", \"age\": 1, \"tags\": [\"b"}) {
     GrammarMatcher m = matcher(kPerson);
     ASSERT_TRUE(m.accept_bytes(p)) << p;
     std::vector<float> logits(static_cast<size_t>(tok.n_vocab()));
     for (float& l : logits) l = std::uniform_real_distribution<float>(-3, 3)(rng);
-    std::vector<float> masked = logits;
+    std::vector<float> masked = logits, walked = logits;
     trie.mask(m, ends, masked, scratch);
+    trie.mask(m, ends, walked, scratch, /*use_string_path=*/false);
+    EXPECT_EQ(masked, walked) << "the plain-string path differs from the full walk at '" << p << "'";
     for (int32_t t = 0; t < tok.n_vocab(); ++t) {
       const text::TokenType type = tok.token_type(t);
       const std::string piece = tok.token_to_piece(t, {.render_control = false});
@@ -252,5 +254,29 @@ TEST(GrammarSequence, RandomLogitsStillGiveTheSchemasJson) {
     EXPECT_EQ(seq.finish_reason(), generate::Finish::stop) << text;
     const Json v = Json::parse(text);
     EXPECT_TRUE(v["name"].is_string() && v["age"].is_number_integer()) << text;
+  }
+}
+
+// The plain-string path in an unbounded string, and after an escape and a UTF-8 lead byte
+// (where it must not apply): equal to the full walk and to trying every token.
+TEST(TokenMask, PlainStringPathEqualsTheWalkInUnboundedStrings) {
+  const text::Tokenizer tok = muse_test_tokenizer(R"(["a long \"quoted\" word", "é ü", "x\\ny"] )", 30, 300);
+  const generate::VocabTrie trie(tok);
+  std::vector<GrammarMatcher::Parses> scratch;
+  for (const char* p : {"[\"", "[\"a lo", "[\"a\\", "[\"\xc3", "[\"ab\", \"c"}) {
+    GrammarMatcher m = matcher(R"({"type": "array", "items": {"type": "string"}})");
+    ASSERT_TRUE(m.accept_bytes(p)) << p;
+    std::vector<float> fast(static_cast<size_t>(tok.n_vocab()), 1.0f), walked = fast;
+    trie.mask(m, {}, fast, scratch);
+    trie.mask(m, {}, walked, scratch, false);
+    EXPECT_EQ(fast, walked) << p;
+    for (int32_t t = 0; t < tok.n_vocab(); ++t) {
+      const std::string piece = tok.token_to_piece(t, {.render_control = false});
+      const text::TokenType type = tok.token_type(t);
+      GrammarMatcher copy = m;
+      const bool ok = type != text::TokenType::control && type != text::TokenType::unused && !piece.empty() &&
+                      copy.accept_bytes(piece);
+      EXPECT_EQ(fast[static_cast<size_t>(t)] != -INFINITY, ok) << p << " token '" << piece << "'";
+    }
   }
 }
