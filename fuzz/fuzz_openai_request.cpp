@@ -1,5 +1,6 @@
 // fuzz/fuzz_openai_request.cpp — a request body as the server takes it: parse_body, then
-// the chat and completion checks (prepare_chat, prepare_completion, render_chat_prompt)
+// the chat, completion and embedding checks (prepare_chat, prepare_completion,
+// prepare_embeddings, render_chat_prompt)
 // against the shipped model (models/muse-glimmer-kjv.f16.gguf, loaded once; its chat
 // template, tokenizer and Muse Glimmer output framing). A bad request must be an
 // ApiError (a 4xx with its parameter); anything else escaping is a 500 or a crash.
@@ -10,6 +11,7 @@
 
 #include "model/model.h"
 #include "generate/chat_format.h"
+#include "serve/embeddings_api.h"
 #include "serve/openai_api.h"
 
 using namespace squeeze;
@@ -57,6 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   expect_api_errors_only([&] { (void)prepare_chat(body, s.ctx); });
   expect_api_errors_only([&] { (void)prepare_completion(body, s.ctx); });
+  expect_api_errors_only([&] { (void)prepare_embeddings(body, s.ctx); });
   expect_api_errors_only([&] {
     std::vector<std::pair<size_t, size_t>> literal_ranges;
     (void)render_chat_prompt(body, s.ctx, nullptr, nullptr, &literal_ranges);
