@@ -287,57 +287,102 @@ class Stepper {
     }
   }
 
+  // A whole character of a string's text: counted, and through the pattern when it has one
+  // — never into a state whose shortest match would pass maxLength.
+  bool take_char(Frame& f, const Node& n, uint32_t cp) const {
+    if (n.max >= 0 && f.count >= n.max) return false;
+    if (n.pattern >= 0) {
+      const StringPattern& pat = g_.pattern(n.pattern);
+      const uint64_t next = pat.step(static_cast<uint64_t>(f.value), cp);
+      if (next == 0 || (n.max >= 0 && f.count + 1 + pat.remaining(next) > n.max)) return false;
+      f.value = static_cast<int64_t>(next);
+    }
+    ++f.count;
+    return true;
+  }
+  // Whether the character being read (its code point somewhere in [lo, hi]) may still fit.
+  bool may_take(const Frame& f, const Node& n, uint32_t lo, uint32_t hi) const {
+    if (n.max >= 0 && f.count >= n.max) return false;
+    if (n.pattern < 0) return true;
+    const int64_t need = g_.pattern(n.pattern).remaining_after(static_cast<uint64_t>(f.value), lo, hi);
+    return need < StringPattern::kNever && (n.max < 0 || f.count + need <= n.max);
+  }
+
   // String phases: 0 before the quote, 1 in text, 2 after a backslash, 3..6 the \u digits,
   // 7 inside a UTF-8 sequence (aux bytes left; extra: the range the next one must be in).
+  // cp holds the code point read so far (UTF-8 and \u), value the pattern's state.
   void string(Parse& p, uint8_t c) {
     Frame& f = p.top();
     const Node& n = g_.node(f.node);
     switch (f.phase) {
       case 0:
-        if (c == '"') f.phase = 1, emit(p);
-        return;
+        if (c != '"') return;
+        f.phase = 1;
+        if (n.pattern >= 0) f.value = static_cast<int64_t>(StringPattern::kStart);
+        return emit(p);
       case 1: {
         if (c == '"') {
-          if (f.count >= n.min) done(p);
+          if (f.count >= n.min && (n.pattern < 0 || g_.pattern(n.pattern).accepts(static_cast<uint64_t>(f.value)))) done(p);
           return;
         }
-        if (n.max >= 0 && f.count >= n.max) return;
-        if (c == '\\') return f.phase = 2, emit(p);
+        if (c == '\\') {
+          if (!may_take(f, n, 0, 0xFFFF)) return;
+          return f.phase = 2, emit(p);
+        }
         if (c < 0x20) return;
-        if (c < 0x80) return ++f.count, emit(p);
+        if (c < 0x80) {
+          if (take_char(f, n, c)) emit(p);
+          return;
+        }
         // UTF-8 lead bytes and the range of the first continuation byte (no overlongs, no
         // surrogates, nothing past U+10FFFF): 0: 80-BF, 1: A0-BF, 2: 80-9F, 3: 90-BF, 4: 80-8F.
-        if (c >= 0xC2 && c <= 0xDF) f.aux = 1, f.extra = 0;
-        else if (c == 0xE0) f.aux = 2, f.extra = 1;
-        else if (c == 0xED) f.aux = 2, f.extra = 2;
-        else if (c >= 0xE1 && c <= 0xEF) f.aux = 2, f.extra = 0;
-        else if (c == 0xF0) f.aux = 3, f.extra = 3;
-        else if (c == 0xF4) f.aux = 3, f.extra = 4;
-        else if (c >= 0xF1 && c <= 0xF3) f.aux = 3, f.extra = 0;
+        if (c >= 0xC2 && c <= 0xDF) f.aux = 1, f.extra = 0, f.cp = c & 0x1Fu;
+        else if (c == 0xE0) f.aux = 2, f.extra = 1, f.cp = c & 0x0Fu;
+        else if (c == 0xED) f.aux = 2, f.extra = 2, f.cp = c & 0x0Fu;
+        else if (c >= 0xE1 && c <= 0xEF) f.aux = 2, f.extra = 0, f.cp = c & 0x0Fu;
+        else if (c == 0xF0) f.aux = 3, f.extra = 3, f.cp = c & 0x07u;
+        else if (c == 0xF4) f.aux = 3, f.extra = 4, f.cp = c & 0x07u;
+        else if (c >= 0xF1 && c <= 0xF3) f.aux = 3, f.extra = 0, f.cp = c & 0x07u;
         else return;
+        if (!may_take(f, n, f.cp << (6 * f.aux), ((f.cp + 1) << (6 * f.aux)) - 1)) return;
         f.phase = 7;
         return emit(p);
       }
-      case 2:
-        if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't')
-          return f.phase = 1, ++f.count, emit(p);
-        if (c == 'u') f.phase = 3, emit(p);
+      case 2: {
+        static constexpr char kEscapes[] = "\"\\/bfnrt";
+        static constexpr uint8_t kValues[] = {'"', '\\', '/', 0x08, 0x0C, '\n', '\r', '\t'};
+        for (size_t i = 0; i < 8; ++i)
+          if (c == static_cast<uint8_t>(kEscapes[i])) {
+            if (take_char(f, n, kValues[i])) f.phase = 1, emit(p);
+            return;
+          }
+        if (c == 'u') f.phase = 3, f.cp = 0, emit(p);
         return;
+      }
       case 3:
-        if (is_hex(c) && c != 'd' && c != 'D') f.phase = 4, emit(p);  // no surrogate halves
-        return;
       case 4:
       case 5:
-        if (is_hex(c)) ++f.phase, emit(p);
+      case 6: {
+        if (!is_hex(c) || (f.phase == 3 && (c == 'd' || c == 'D'))) return;  // no surrogate halves
+        f.cp = f.cp * 16 + static_cast<uint32_t>(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+        if (f.phase < 6) {
+          const int left = 6 - f.phase;  // hex digits still to come
+          if (!may_take(f, n, f.cp << (4 * left), ((f.cp + 1) << (4 * left)) - 1)) return;
+          return ++f.phase, emit(p);
+        }
+        if (take_char(f, n, f.cp)) f.phase = 1, emit(p);
         return;
-      case 6:
-        if (is_hex(c)) f.phase = 1, ++f.count, emit(p);
-        return;
+      }
       case 7: {
         static constexpr uint8_t lo[] = {0x80, 0xA0, 0x80, 0x90, 0x80}, hi[] = {0xBF, 0xBF, 0x9F, 0xBF, 0x8F};
         if (c < lo[f.extra] || c > hi[f.extra]) return;
         f.extra = 0;
-        if (--f.aux == 0) f.phase = 1, ++f.count;
+        f.cp = (f.cp << 6) | (c & 0x3Fu);
+        if (--f.aux == 0) {
+          if (take_char(f, n, f.cp)) f.phase = 1, emit(p);
+          return;
+        }
+        if (!may_take(f, n, f.cp << (6 * f.aux), ((f.cp + 1) << (6 * f.aux)) - 1)) return;
         return emit(p);
       }
       default: return;
@@ -470,7 +515,7 @@ int64_t GrammarMatcher::string_room() const {
   const Frame& f = parses_[0].top();
   if (f.type != kValue) return -1;
   const Node& n = g_->node(f.node);
-  if (n.kind != Kind::string || f.phase != 1) return -1;
+  if (n.kind != Kind::string || f.phase != 1 || n.pattern >= 0) return -1;
   return n.max < 0 ? INT64_MAX : n.max - f.count;
 }
 

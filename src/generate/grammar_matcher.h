@@ -48,7 +48,8 @@ class GrammarMatcher {
     uint8_t extra = 0;  // string: the UTF-8 continuation range; number: negative sign
     int32_t aux = 0;    // object: the property being written; literal: which text; string: continuation bytes left
     int32_t count = 0;  // object: next property; array: items; string: characters; literal: bytes matched; number: digits
-    int64_t value = 0;  // integer: the digits' value so far
+    int64_t value = 0;  // integer: the digits' value so far; string with a pattern: its state
+    uint32_t cp = 0;    // string: the code point being read (UTF-8, \u)
     bool operator==(const Frame&) const = default;
   };
   struct Parse {

@@ -21,7 +21,8 @@ const std::set<std::string> kAnnotations = {"$schema", "$id", "$comment", "title
 const std::set<std::string> kEnforced = {"type",     "enum",     "const",         "anyOf",         "oneOf",
                                          "allOf",    "$ref",     "properties",    "required",      "additionalProperties",
                                          "items",    "minItems", "maxItems",      "minLength",     "maxLength",
-                                         "minimum",  "maximum",  "exclusiveMinimum", "exclusiveMaximum"};
+                                         "minimum",  "maximum",  "exclusiveMinimum", "exclusiveMaximum",
+                                         "pattern",  "format"};
 
 constexpr double kMaxBound = 1e17;  // integer bounds stay exact in int64 with room for digits
 constexpr int kMaxSchemaDepth = 64;
@@ -139,7 +140,7 @@ class SchemaCompiler {
       if (!kAnnotations.count(k) && !kEnforced.count(k))
         refuse(where, "'" + k + "' is not supported (supported: type, enum, const, anyOf, oneOf, $ref, properties, "
                                 "required, additionalProperties, items, minItems, maxItems, minLength, maxLength, "
-                                "minimum, maximum, exclusiveMinimum, exclusiveMaximum)");
+                                "pattern, format, minimum, maximum, exclusiveMinimum, exclusiveMaximum)");
     if (s.contains("$ref")) {
       if (!only_annotations_besides(s, {"$ref"})) refuse(where, "'$ref' beside other keywords is not supported");
       return reference(s["$ref"], where, depth);
@@ -248,6 +249,25 @@ class SchemaCompiler {
       n.min = count_field(s, "minLength", where, 0);
       n.max = count_field(s, "maxLength", where, -1);
       if (n.max >= 0 && n.min > n.max) refuse(where, "'minLength' is above 'maxLength'");
+      std::string regex;
+      if (s.contains("pattern")) {
+        if (!s["pattern"].is_string()) refuse(where, "'pattern' must be a string");
+        if (s.contains("format")) refuse(where, "'pattern' with 'format' is not supported");
+        regex = s["pattern"].get<std::string>();
+      } else if (s.contains("format")) {
+        const std::string format = s["format"].is_string() ? s["format"].get<std::string>() : "";
+        regex = StringPattern::format_pattern(format);
+        if (regex.empty())
+          refuse(where, "'format' '" + format + "' is not supported (supported: date, time, date-time, uuid, ipv4)");
+      }
+      if (!regex.empty() || s.contains("pattern")) {
+        try {
+          g_->patterns_.push_back(StringPattern::compile(regex));
+        } catch (const SchemaError& e) {
+          refuse(where, std::string("'pattern' ") + e.what());
+        }
+        n.pattern = static_cast<int32_t>(g_->patterns_.size() - 1);
+      }
       return add(std::move(n));
     }
     if (type == "array") {

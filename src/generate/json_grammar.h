@@ -14,7 +14,10 @@
 //   - strings as UTF-8 (validated) with the standard escapes; \u escapes of surrogates
 //     are not generated;
 //   - nesting at most kMaxDepth levels.
-// Keywords it cannot enforce (pattern, format, multipleOf, allOf of several schemas,
+//   - `pattern` through a position automaton (generate/string_pattern.h: the subset of
+//     regular expressions it takes, and why its classes are ASCII); `format` date, time,
+//     date-time, uuid and ipv4 as patterns;
+// Keywords it cannot enforce (other formats, multipleOf, allOf of several schemas,
 // not, if/then/else, dependencies, min/maxProperties, uniqueItems, contains, prefixItems
 // …) are refused when compiling: a SchemaError naming the keyword and where it is.
 // oneOf is generated as anyOf (a value matching one alternative only, for the usual
@@ -28,6 +31,7 @@
 
 #include "chat/value.h"
 #include "core/error.h"
+#include "generate/string_pattern.h"
 
 namespace squeeze::generate {
 
@@ -80,9 +84,11 @@ class JsonGrammar {
     int64_t min = 0, max = -1;  // array items or string characters; max -1: unbounded
     bool has_lo = false, has_hi = false;
     int64_t lo = 0, hi = 0;     // integer bounds
+    int32_t pattern = -1;       // string: index into patterns(), -1: none
   };
 
   const Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
+  const StringPattern& pattern(int32_t i) const { return patterns_[static_cast<size_t>(i)]; }
   int32_t root() const { return root_; }
   int32_t key_string() const { return key_string_; }  // a map's keys
   // Whitespace may come before the value (an answer after `</think>`); not before a call's framing.
@@ -92,6 +98,7 @@ class JsonGrammar {
  private:
   friend class SchemaCompiler;
   std::vector<Node> nodes_;
+  std::vector<StringPattern> patterns_;
   int32_t root_ = -1, key_string_ = -1;
   bool root_whitespace_ = true;
 };

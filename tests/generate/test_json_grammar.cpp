@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -121,8 +122,13 @@ TEST(JsonGrammar, ToolCallsInTheirFraming) {
 
 TEST(JsonGrammar, UnsupportedKeywordsAreRefusedByName) {
   const std::vector<std::pair<const char*, const char*>> cases = {
-      {R"({"type": "string", "pattern": "^a+$"})", "'pattern'"},
-      {R"({"type": "string", "format": "date-time"})", "'format'"},
+      {R"({"type": "string", "pattern": "(a)\\1"})", "\\1"},
+      {R"({"type": "string", "pattern": "(?=a)b"})", "lookarounds"},
+      {R"({"type": "string", "pattern": "a{3,1}"})", "n < m"},
+      {R"({"type": "string", "pattern": "[z-a]"})", "out of order"},
+      {R"({"type": "string", "pattern": "a{64}"})", "63 character positions"},
+      {R"({"type": "string", "pattern": "a^b"})", "'^'"},
+      {R"({"type": "string", "format": "email"})", "'format' 'email'"},
       {R"({"type": "number", "multipleOf": 3})", "'multipleOf'"},
       {R"({"type": "object", "properties": {"a": {"not": {}}}})", "'not'"},
       {R"({"$ref": "https://example.com/s.json"})", "'$ref'"},
@@ -139,6 +145,64 @@ TEST(JsonGrammar, UnsupportedKeywordsAreRefusedByName) {
       ADD_FAILURE() << "accepted " << schema;
     } catch (const SchemaError& e) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(JsonGrammar, PatternsAndFormats) {
+  const char* code = R"({"type": "string", "pattern": "^[A-Z]{3}-\\d{2,4}$"})";
+  EXPECT_TRUE(complete(code, R"("ABC-12")"));
+  EXPECT_TRUE(complete(code, R"("XYZ-1234")"));
+  EXPECT_FALSE(complete(code, R"("AB-12")"));
+  EXPECT_FALSE(prefix(code, R"("abc)"));
+  EXPECT_FALSE(prefix(code, R"("ABC-12345)"));
+  const char* words = R"({"type": "string", "pattern": "a|bc"})";  // unanchored: generated as a whole match
+  EXPECT_TRUE(complete(words, R"("a")"));
+  EXPECT_TRUE(complete(words, R"("bc")"));
+  EXPECT_FALSE(prefix(words, R"("ab)"));
+  const char* accents = R"({"type": "string", "pattern": "^é+\\n?$"})";
+  EXPECT_TRUE(complete(accents, "\"\xc3\xa9\xc3\xa9\\n\""));  // "éé\n", the newline escaped
+  EXPECT_TRUE(prefix(accents, "\"\xc3"));                   // é starts with C3
+  EXPECT_FALSE(prefix(accents, "\"\xc3\xa8"));               // è does not match
+  EXPECT_FALSE(prefix(accents, "\"\xc4"));                   // nothing starting with C4 does
+  EXPECT_TRUE(complete(accents, R"("\u00e9")"));              // é as a \u escape
+  EXPECT_FALSE(prefix(accents, R"("\u00e8)"));
+  const char* date = R"({"type": "string", "format": "date"})";
+  EXPECT_TRUE(complete(date, R"("2024-02-28")"));
+  EXPECT_FALSE(prefix(date, R"("2024-13)"));
+  EXPECT_FALSE(prefix(date, R"("2024-02-30)"));  // days past 28 are not generated: every date exists
+  EXPECT_TRUE(complete(R"({"type": "string", "format": "date-time"})", R"("2024-01-05T23:59:07.25+02:00")"));
+  EXPECT_TRUE(complete(R"({"type": "string", "format": "uuid"})", R"("123e4567-e89b-12d3-a456-426614174000")"));
+  EXPECT_FALSE(complete(R"({"type": "string", "format": "ipv4"})", R"("256.1.1.1")"));
+  EXPECT_TRUE(complete(R"({"type": "string", "format": "ipv4"})", R"("255.10.0.1")"));
+  EXPECT_FALSE(complete(R"({"type": "string", "pattern": "^\\S+$"})", R"("a b")"));
+}
+
+// Random walks through patterned strings end in strings std::regex (ECMAScript) matches whole.
+TEST(JsonGrammar, RandomWalksThroughPatternsMatchTheRegex) {
+  const std::vector<std::string> patterns = {"^[A-Z]{2,3}-\\d{2}(x|yz)?$", "^(ab|c)*d$", "^[^a-y]{1,4}\\.\\w$",
+                                             "^\\s?[0-9a-f]{2}:[0-9a-f]{2}$"};
+  std::mt19937 rng(5);
+  for (const std::string& pat : patterns) {
+    const Json schema = {{"type", "string"}, {"pattern", pat}, {"maxLength", 12}};
+    const std::regex re(pat);
+    for (int walk = 0; walk < 100; ++walk) {
+      GrammarMatcher m(JsonGrammar::from_schema(schema));
+      std::string text;
+      for (int step = 0; step < 200 && !m.closed(); ++step) {
+        std::vector<uint8_t> ok;
+        for (int b = 1; b < 128; ++b) {  // ASCII: std::regex reads bytes
+          GrammarMatcher::Parses next;
+          m.step(m.parses(), static_cast<uint8_t>(b), next);
+          if (!next.empty() && b != '\\') ok.push_back(static_cast<uint8_t>(b));
+        }
+        ASSERT_FALSE(ok.empty()) << pat << " dead end after " << text;
+        const uint8_t b = std::find(ok.begin(), ok.end(), '"') != ok.end() && rng() % 3 == 0 ? '"' : ok[rng() % ok.size()];
+        ASSERT_TRUE(m.accept_bytes(std::string(1, static_cast<char>(b))));
+        text += static_cast<char>(b);
+      }
+      ASSERT_TRUE(m.closed()) << pat << ": " << text;
+      EXPECT_TRUE(std::regex_match(Json::parse(text).get<std::string>(), re)) << pat << ": " << text;
     }
   }
 }

@@ -114,7 +114,7 @@ def test_json_object_mode_gives_an_object(client):
 
 
 def test_unsupported_keywords_are_400_naming_them(client):
-    for schema, word in [({"type": "string", "pattern": "^a$"}, "pattern"), ({"type": "integer", "multipleOf": 2}, "multipleOf"),
+    for schema, word in [({"type": "string", "pattern": "(a)\\1"}, "pattern"), ({"type": "integer", "multipleOf": 2}, "multipleOf"),
                          ({"$ref": "#/nowhere"}, "names nothing")]:
         with pytest.raises(openai.BadRequestError) as e:
             ask(client, "x", {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}, 0)
@@ -122,3 +122,27 @@ def test_unsupported_keywords_are_400_naming_them(client):
     with pytest.raises(openai.BadRequestError) as e:
         ask(client, "x", {"type": "xml"}, 0)
     assert "xml" in str(e.value)
+
+
+def test_patterns_and_formats_validate(client):
+    """`pattern` and the formats written as patterns: every answer matches (Python's `re`,
+    through jsonschema) and parses as its format (datetime, uuid, ipaddress)."""
+    import datetime
+    import ipaddress
+    import uuid
+    schema = {"type": "object", "properties": {
+        "code": {"type": "string", "pattern": "^[A-Z]{2,3}-\\d{3}$"},
+        "day": {"type": "string", "format": "date"},
+        "at": {"type": "string", "format": "date-time"},
+        "id": {"type": "string", "format": "uuid"},
+        "host": {"type": "string", "format": "ipv4"}}, "required": ["code", "day", "at", "id", "host"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "record", "schema": schema}}
+    for seed in range(6):
+        text, finish = ask(client, "A log record.", fmt, seed=seed)
+        assert finish == "stop", text
+        v = json.loads(text)
+        jsonschema.validate(v, schema, format_checker=jsonschema.FormatChecker())
+        datetime.date.fromisoformat(v["day"])
+        datetime.datetime.fromisoformat(v["at"])
+        uuid.UUID(v["id"])
+        ipaddress.IPv4Address(v["host"])
