@@ -20,7 +20,6 @@ constexpr int kMaxBoundedDigits = 18;  // a bounded integer (bounds below 1e17)
 constexpr int kMaxExponentDigits = 2;  // 1e99 at most: every number stays a finite double
 constexpr int kMaxEpsilon = 32;        // alternatives followed without a byte ($ref chains)
 
-bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 bool is_hex(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
@@ -147,10 +146,13 @@ class Stepper {
     child_done(g_, p);
     emit(p);
   }
+  // Whitespace where pretty-printing puts it, as llama.cpp's schema grammars allow it: one
+  // space, or one newline and up to kMaxWhitespace spaces or tabs of indentation. (ws: 0
+  // none yet, 1 after the space, 2 + n after the newline and n indentation bytes.)
   static bool take_ws(Frame& f, uint8_t c) {
-    if (!is_ws(c) || f.ws >= JsonGrammar::kMaxWhitespace) return false;
-    ++f.ws;
-    return true;
+    if (f.ws == 0 && (c == ' ' || c == '\n')) return f.ws = c == ' ' ? 1 : 2, true;
+    if (f.ws >= 2 && (c == ' ' || c == '\t') && f.ws - 2 < JsonGrammar::kMaxWhitespace) return ++f.ws, true;
+    return false;
   }
 
   // Pushes the frames `node` may start with and feeds them `c`.

@@ -7,8 +7,9 @@
 //   - object properties in the schema's order, required ones always, optional ones
 //     skippable; no properties beyond the declared ones (additionalProperties is used
 //     only for objects that declare none: maps of that value schema);
-//   - whitespace only where JSON pretty-printing puts it (after { [ , : and before } ]),
-//     at most kMaxWhitespace bytes in a row;
+//   - whitespace only where JSON pretty-printing puts it (after { [ , : and before } ]):
+//     one space, or one newline and at most kMaxWhitespace spaces or tabs (llama.cpp's
+//     rule), so a model fond of newlines cannot spend its tokens on them;
 //   - numbers with at most 16 digits before and after the point and 2 in the exponent;
 //     a number schema with minimum/maximum generates integers in that range;
 //   - strings as UTF-8 (validated) with the standard escapes; \u escapes of surrogates

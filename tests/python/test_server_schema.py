@@ -146,3 +146,19 @@ def test_patterns_and_formats_validate(client):
         datetime.datetime.fromisoformat(v["at"])
         uuid.UUID(v["id"])
         ipaddress.IPv4Address(v["host"])
+
+
+def test_a_streamed_constrained_answer_equals_the_whole_one(client):
+    schema = SCHEMAS[0][1]
+    fmt = {"type": "json_schema", "json_schema": {"name": "p", "schema": schema}}
+    whole, _ = ask(client, "Describe a person.", fmt, seed=77)
+    chunks = client.chat.completions.create(
+        model=SMOLLM.name, messages=[{"role": "user", "content": "Describe a person. Answer in JSON."}],
+        response_format=fmt, temperature=0.8, seed=77, max_tokens=400, stream=True)
+    text, finish = "", None
+    for c in chunks:
+        if c.choices:
+            text += c.choices[0].delta.content or ""
+            finish = c.choices[0].finish_reason or finish
+    assert text == whole and finish == "stop"
+    jsonschema.validate(json.loads(text), schema)

@@ -1,12 +1,15 @@
 """`squeeze serve --lookup` and `--draft`: speculative decoding inside the continuous-batching
 engine (drafts ride in each slot's chunk of the step) answers exactly what the plain server
-answers — greedy, alone and four at a time, and a seeded sampled answer — and counts its
+answers — greedy, alone and four at a time, a seeded sampled answer, and answers under a
+JSON schema (the grammar masks every row the drafts are verified on) — and counts its
 drafts in /metrics. Runs the shipped Muse Glimmer student."""
+import json
 import concurrent.futures
 import os
 import pathlib
 import subprocess
 
+import jsonschema
 import openai
 import pytest
 
@@ -33,10 +36,28 @@ def answers(server, **kw):
     return alone, together
 
 
+# Repeated keys give prompt lookup drafts to verify under the grammar.
+SCHEMA = {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "object", "properties": {
+    "book": {"enum": ["Genesis", "Exodus", "Numbers"]}, "verse": {"type": "integer", "minimum": 1, "maximum": 50},
+    "text": {"type": "string", "maxLength": 10}}, "required": ["book", "verse", "text"]}}
+
+
+def schema_answers(server):
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+    out = []
+    for temperature, seed in [(0, 0), (0.8, 5), (0.8, 6)]:
+        r = client.completions.create(model=STUDENT.name, prompt="The verses, as JSON:", max_tokens=200,
+                                      temperature=temperature, seed=seed, extra_body={"json_schema": SCHEMA})
+        assert r.choices[0].finish_reason == "stop", r.choices[0].text
+        jsonschema.validate(json.loads(r.choices[0].text), SCHEMA)
+        out.append(r.choices[0].text)
+    return out
+
+
 @pytest.fixture(scope="module")
 def plain():
     s = Server(SQ, "-m", str(STUDENT), "--parallel", "4", "--threads", "2")
-    out = answers(s), answers(s, temperature=0.8, seed=3)
+    out = answers(s), answers(s, temperature=0.8, seed=3), schema_answers(s)
     assert s.stop() == 0, "".join(s.log)
     return out
 
@@ -55,10 +76,14 @@ def test_speculative_server_answers_what_the_plain_server_answers(plain, drafter
     s = Server(SQ, "-m", str(STUDENT), "--parallel", "4", "--threads", "2", "--draft-fixed", *args)
     try:
         (alone, together), (sampled, _) = answers(s), answers(s, temperature=0.8, seed=3)
+        before = s.metrics()["squeeze_spec_verify_steps_total"]
+        constrained = schema_answers(s)
         m = s.metrics()
     finally:
         assert s.stop() == 0, "".join(s.log)
-    (plain_alone, plain_together), (plain_sampled, _) = plain
+    (plain_alone, plain_together), (plain_sampled, _), plain_constrained = plain
+    assert constrained == plain_constrained
+    assert m["squeeze_spec_verify_steps_total"] > before  # the constrained answers were verified drafts too
     assert alone == plain_alone
     assert together == plain_alone
     assert sampled == plain_sampled
