@@ -2,7 +2,8 @@
 // compiled to a grammar, then bytes fed through the matcher: the schema part (before the
 // first NUL) must compile or throw SchemaError, and the matcher must take any bytes —
 // accepting or refusing each, never crashing — with its invariants holding: a refused byte
-// changes nothing, and a closed value accepts no further byte.
+// changes nothing, a closed value accepts no further byte, and an incomplete value always
+// accepts some byte (no dead ends).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,7 +37,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool ok = m.accept_bytes(std::string(1, c));
     if (closed && ok) __builtin_trap();                         // nothing may follow a closed value
     if (!ok && m.parses().size() != before) __builtin_trap();   // a refused byte changes nothing
-    (void)m.can_end();
+    if (ok && !m.can_end()) {  // no dead ends: an incomplete value always takes some byte
+      bool goes_on = false;
+      GrammarMatcher::Parses next;
+      for (int b = 0; b < 256 && !goes_on; ++b) {
+        m.step(m.parses(), static_cast<uint8_t>(b), next);
+        goes_on = !next.empty();
+      }
+      if (!goes_on) __builtin_trap();
+    }
     (void)m.string_room();
   }
   return 0;

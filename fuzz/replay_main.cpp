@@ -104,13 +104,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const Bytes& b : corpus) run(b);
-  std::printf("replayed %zu corpus inputs\n", corpus.size());
+  // Printed before the mutations, so that a crash among them reproduces with --seed; with
+  // SQUEEZE_FUZZ_LAST=FILE each mutated input is written there first (a crash leaves it).
+  std::printf("replayed %zu corpus inputs; mutating with --seed %llu\n", corpus.size(), static_cast<unsigned long long>(seed));
   std::fflush(stdout);
+  const char* last = std::getenv("SQUEEZE_FUZZ_LAST");
   std::mt19937_64 rng(seed);
   int64_t runs = 0;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < end) {
-    for (int k = 0; k < 16; ++k, ++runs) run(mutate(corpus[static_cast<size_t>(rng() % corpus.size())], corpus, rng));
+    for (int k = 0; k < 16; ++k, ++runs) {
+      const Bytes input = mutate(corpus[static_cast<size_t>(rng() % corpus.size())], corpus, rng);
+      if (last) std::ofstream(last, std::ios::binary).write(reinterpret_cast<const char*>(input.data()),
+                                                           static_cast<std::streamsize>(input.size()));
+      run(input);
+    }
   }
   std::printf("%lld mutated inputs in %.0f s (--seed %llu)\n", static_cast<long long>(runs), seconds,
               static_cast<unsigned long long>(seed));

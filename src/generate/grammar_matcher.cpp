@@ -18,7 +18,6 @@ enum FrameType : uint8_t { kValue, kLiteral, kKey, kRoot };
 constexpr int kMaxNumberDigits = 16;   // integer and fraction parts of an unbounded number
 constexpr int kMaxBoundedDigits = 18;  // a bounded integer (bounds below 1e17)
 constexpr int kMaxExponentDigits = 2;  // 1e99 at most: every number stays a finite double
-constexpr int kMaxEpsilon = 32;        // alternatives followed without a byte ($ref chains)
 
 bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 bool is_hex(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -155,26 +154,21 @@ class Stepper {
     return false;
   }
 
-  // Pushes the frames `node` may start with and feeds them `c`.
+  // Pushes the frames `node` may start with and feeds them `c`: never one whose value
+  // could not be completed within kMaxDepth frames.
   void push_value(const Parse& p, int32_t node, uint8_t c, int eps) {
-    if (p.depth >= JsonGrammar::kMaxDepth || eps > kMaxEpsilon) return;
-    const Node& n = g_.node(node);
-    if (n.kind == Kind::alternatives) {
-      for (int32_t a : n.alts) push_value(p, a, c, eps + 1);
-      return;
-    }
-    if (n.kind == Kind::literals) {
-      for (size_t i = 0; i < n.literals.size(); ++i) {
-        if (n.literals[i].empty() || static_cast<uint8_t>(n.literals[i][0]) != c) continue;
-        Parse q = p;
-        q.frames[q.depth++] = Frame{.node = node, .type = kLiteral, .aux = static_cast<int32_t>(i)};
+    for (int32_t s : g_.starts(node)) {
+      if (p.depth + g_.need(s) > JsonGrammar::kMaxDepth) continue;
+      const Node& n = g_.node(s);
+      Parse q = p;
+      if (n.kind == Kind::literals) {  // every literal at once: the range of them matching so far
+        q.frames[q.depth++] = Frame{.node = s, .type = kLiteral, .aux = 0, .value = static_cast<int64_t>(n.literals.size())};
         literal(q, c);
+        continue;
       }
-      return;
+      q.frames[q.depth++] = Frame{.node = s, .type = kValue};
+      feed(q, c, eps + 1);
     }
-    Parse q = p;
-    q.frames[q.depth++] = Frame{.node = node, .type = kValue};
-    feed(q, c, eps + 1);
   }
 
   void root(Parse& p, uint8_t c, int eps) {
@@ -184,12 +178,36 @@ class Stepper {
     push_value(p, g_.root(), c, eps);
   }
 
+  // A key (kKey: one text), or the literals of a node (kLiteral: sorted, the range [aux,
+  // value) of them that match the `count` bytes so far; a literal that ends here is the
+  // range's first, as a text sorts before its extensions).
   void literal(Parse& p, uint8_t c) {
     Frame& f = p.top();
     const Node& n = g_.node(f.node);
-    const std::string& text = f.type == kKey ? n.props[static_cast<size_t>(f.aux)].key : n.literals[static_cast<size_t>(f.aux)];
-    if (static_cast<size_t>(f.count) >= text.size() || static_cast<uint8_t>(text[static_cast<size_t>(f.count)]) != c) return;
-    if (static_cast<size_t>(++f.count) == text.size()) return done(p);
+    const auto at = static_cast<size_t>(f.count);
+    if (f.type == kKey) {
+      const std::string& text = n.props[static_cast<size_t>(f.aux)].key;
+      if (at >= text.size() || static_cast<uint8_t>(text[at]) != c) return;
+      if (++f.count == static_cast<int32_t>(text.size())) return done(p);
+      return emit(p);
+    }
+    const auto& lits = n.literals;
+    const auto byte_at = [&](const std::string& t) { return t.size() > at ? static_cast<int>(static_cast<uint8_t>(t[at])) : -1; };
+    const auto first = lits.begin() + f.aux, last = lits.begin() + static_cast<ptrdiff_t>(f.value);
+    const auto lo = std::partition_point(first, last, [&](const std::string& t) { return byte_at(t) < c; });
+    const auto hi = std::partition_point(lo, last, [&](const std::string& t) { return byte_at(t) <= c; });
+    if (lo == hi) return;
+    f.count += 1;
+    f.aux = static_cast<int32_t>(lo - lits.begin());
+    f.value = hi - lits.begin();
+    if (lo->size() == at + 1) {  // a literal ends here: complete, and the longer ones go on
+      if (hi - lo > 1) {
+        Parse longer = p;
+        ++longer.top().aux;
+        emit(longer);
+      }
+      return done(p);
+    }
     emit(p);
   }
 
@@ -215,8 +233,12 @@ class Stepper {
           Parse q = p;
           Frame& o = q.top();
           o.aux = static_cast<int32_t>(j), o.phase = 2, o.ws = 0;
+          if (q.depth >= JsonGrammar::kMaxDepth || q.depth + g_.need(n.props[j].value) > JsonGrammar::kMaxDepth) {
+            if (n.props[j].required) break;
+            continue;  // its value could not be closed this deep
+          }
           q.frames[q.depth++] = Frame{.node = o.node, .type = kKey, .aux = static_cast<int32_t>(j), .count = 1};
-          if (q.depth <= JsonGrammar::kMaxDepth) emit(q);
+          emit(q);
           if (n.props[j].required) break;
         }
         return;
@@ -302,6 +324,12 @@ class Stepper {
     ++f.count;
     return true;
   }
+  // The lowest code point a UTF-8 sequence with these leading bits and `left` bytes to come
+  // can be (no overlongs: 3-byte sequences start at U+0800, 4-byte ones at U+10000).
+  static uint32_t utf8_low(uint32_t bits, int32_t left) {
+    static constexpr uint32_t kLowest[] = {0, 0x80, 0x800, 0x10000};
+    return std::max(bits << (6 * left), kLowest[left]);
+  }
   // Whether the character being read (its code point somewhere in [lo, hi]) may still fit.
   bool may_take(const Frame& f, const Node& n, uint32_t lo, uint32_t hi) const {
     if (n.max >= 0 && f.count >= n.max) return false;
@@ -346,7 +374,7 @@ class Stepper {
         else if (c == 0xF4) f.aux = 3, f.extra = 4, f.cp = c & 0x07u;
         else if (c >= 0xF1 && c <= 0xF3) f.aux = 3, f.extra = 0, f.cp = c & 0x07u;
         else return;
-        if (!may_take(f, n, f.cp << (6 * f.aux), ((f.cp + 1) << (6 * f.aux)) - 1)) return;
+        if (!may_take(f, n, utf8_low(f.cp, f.aux), ((f.cp + 1) << (6 * f.aux)) - 1)) return;
         f.phase = 7;
         return emit(p);
       }
@@ -365,8 +393,9 @@ class Stepper {
       case 4:
       case 5:
       case 6: {
-        if (!is_hex(c) || (f.phase == 3 && (c == 'd' || c == 'D'))) return;  // no surrogate halves
+        if (!is_hex(c)) return;
         f.cp = f.cp * 16 + static_cast<uint32_t>(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+        if (f.phase == 4 && f.cp >= 0xD8 && f.cp <= 0xDF) return;  // no surrogate halves (U+D800-U+DFFF)
         if (f.phase < 6) {
           const int left = 6 - f.phase;  // hex digits still to come
           if (!may_take(f, n, f.cp << (4 * left), ((f.cp + 1) << (4 * left)) - 1)) return;
@@ -384,7 +413,7 @@ class Stepper {
           if (take_char(f, n, f.cp)) f.phase = 1, emit(p);
           return;
         }
-        if (!may_take(f, n, f.cp << (6 * f.aux), ((f.cp + 1) << (6 * f.aux)) - 1)) return;
+        if (!may_take(f, n, utf8_low(f.cp, f.aux), ((f.cp + 1) << (6 * f.aux)) - 1)) return;
         return emit(p);
       }
       default: return;
@@ -522,7 +551,13 @@ int64_t GrammarMatcher::string_room() const {
 }
 
 bool GrammarMatcher::closed() const {
-  return std::all_of(parses_.begin(), parses_.end(), [](const Parse& p) { return p.depth == 1 && p.top().phase == 1; });
+  if (!can_end()) return false;
+  Parses next;
+  for (int b = 0; b < 256; ++b) {
+    step(parses_, static_cast<uint8_t>(b), next);
+    if (!next.empty()) return false;
+  }
+  return true;
 }
 
 }  // namespace squeeze::generate

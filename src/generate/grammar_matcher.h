@@ -25,7 +25,7 @@ namespace squeeze::generate {
 
 class GrammarMatcher {
  public:
-  static constexpr size_t kMaxParses = 64;
+  static constexpr size_t kMaxParses = 256;
 
   explicit GrammarMatcher(std::shared_ptr<const JsonGrammar> grammar);
 

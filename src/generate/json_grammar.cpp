@@ -38,6 +38,7 @@ class SchemaCompiler {
     Node m = node_of(Kind::map);
     m.item = any();
     g_->root_ = add(std::move(m));
+    g_->finish();
     return g_;
   }
 
@@ -66,12 +67,14 @@ class SchemaCompiler {
     g_->nodes_[static_cast<size_t>(root)].alts = std::move(calls);
     g_->root_ = root;
     g_->root_whitespace_ = false;
+    g_->finish();
     return g_;
   }
 
   std::shared_ptr<const JsonGrammar> schema() {
     g_->key_string_ = add(node_of(Kind::string));
     g_->root_ = compile(*doc_, "#", 0);
+    g_->finish();
     return g_;
   }
 
@@ -119,6 +122,21 @@ class SchemaCompiler {
     return true;
   }
 
+  // Whether `v` is of `type` (a name or a list of names), as JSON schema types it.
+  static bool has_type(const Json& v, const Json& type) {
+    if (type.is_array()) return std::any_of(type.begin(), type.end(), [&](const Json& t) { return has_type(v, t); });
+    if (!type.is_string()) return false;
+    const std::string t = type.get<std::string>();
+    if (t == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    if (t == "number") return v.is_number();
+    if (t == "string") return v.is_string();
+    if (t == "boolean") return v.is_boolean();
+    if (t == "null") return v.is_null();
+    if (t == "object") return v.is_object();
+    if (t == "array") return v.is_array();
+    return false;
+  }
+
   static int64_t count_field(const Json& s, const char* key, const std::string& where, int64_t fallback) {
     if (!s.contains(key)) return fallback;
     const Json& v = s[key];
@@ -145,14 +163,16 @@ class SchemaCompiler {
       if (!only_annotations_besides(s, {"$ref"})) refuse(where, "'$ref' beside other keywords is not supported");
       return reference(s["$ref"], where, depth);
     }
-    if (s.contains("const")) return add(literals_of({s["const"].dump()}));
-    if (s.contains("enum")) {
-      const Json& e = s["enum"];
-      if (!e.is_array() || e.empty()) refuse(where, "'enum' must be a non-empty array");
+    if (s.contains("const") || s.contains("enum")) {
+      // The values themselves; `type` filters them, any other constraint beside them is refused.
+      if (!only_annotations_besides(s, {"const", "enum", "type"}))
+        refuse(where, "'enum' / 'const' beside keywords other than 'type' is not supported");
+      if (s.contains("enum") && (!s["enum"].is_array() || s["enum"].empty())) refuse(where, "'enum' must be a non-empty array");
+      const Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
       Node n = node_of(Kind::literals);
-      std::set<std::string> seen;
-      for (const Json& v : e)
-        if (seen.insert(v.dump()).second) n.literals.push_back(v.dump());
+      for (const Json& v : values)
+        if (!s.contains("type") || has_type(v, s["type"])) n.literals.push_back(v.dump());
+      if (n.literals.empty()) refuse(where, "no value of 'enum' / 'const' has the schema's 'type'");
       return add(std::move(n));
     }
     for (const char* key : {"anyOf", "oneOf", "allOf"}) {
@@ -267,6 +287,11 @@ class SchemaCompiler {
           refuse(where, std::string("'pattern' ") + e.what());
         }
         n.pattern = static_cast<int32_t>(g_->patterns_.size() - 1);
+        const int64_t shortest = g_->patterns_.back().remaining(StringPattern::kStart);
+        if (shortest >= StringPattern::kNever) refuse(where, "'pattern' matches no string the grammar can write");
+        if (n.max >= 0 && shortest > n.max)
+          refuse(where, "'pattern' needs at least " + std::to_string(shortest) + " characters, more than 'maxLength'");
+        if (n.min > 0) refuse(where, "'pattern' with 'minLength' is not supported");
       }
       return add(std::move(n));
     }
@@ -328,6 +353,72 @@ class SchemaCompiler {
   std::map<std::string, int32_t> refs_;
   int32_t any_ = -1;
 };
+
+void JsonGrammar::finish() {
+  const size_t n = nodes_.size();
+  for (Node& node : nodes_) {
+    std::sort(node.literals.begin(), node.literals.end());
+    node.literals.erase(std::unique(node.literals.begin(), node.literals.end()), node.literals.end());
+  }
+  starts_.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    if (nodes_[i].kind != Kind::alternatives) {
+      starts_[i] = {static_cast<int32_t>(i)};
+      continue;
+    }
+    std::vector<uint8_t> seen(n, 0);
+    std::vector<int32_t> stack = {static_cast<int32_t>(i)}, found;
+    seen[i] = 1;
+    while (!stack.empty()) {
+      const int32_t a = stack.back();
+      stack.pop_back();
+      for (int32_t b : nodes_[static_cast<size_t>(a)].alts) {
+        if (seen[static_cast<size_t>(b)]) continue;
+        seen[static_cast<size_t>(b)] = 1;
+        if (nodes_[static_cast<size_t>(b)].kind == Kind::alternatives) stack.push_back(b);
+        else found.push_back(b);
+      }
+    }
+    std::sort(found.begin(), found.end());
+    if (found.empty()) throw SchemaError("json_schema: a schema whose alternatives only refer to each other allows nothing");
+    if (found.size() > kMaxStarts)
+      throw SchemaError("json_schema: more than " + std::to_string(kMaxStarts) + " alternatives for one value");
+    starts_[i] = std::move(found);
+  }
+  // Frames to complete a value: the fixpoint from "never" down (recursive schemas).
+  constexpr int kNever = 1 << 20;
+  need_.assign(n, kNever);
+  const auto at = [&](int32_t i) { return need_[static_cast<size_t>(i)]; };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      const Node& node = nodes_[i];
+      int v = 1;
+      switch (node.kind) {
+        case Kind::alternatives:
+          v = kNever;
+          for (int32_t s : starts_[i]) v = std::min(v, at(s));
+          break;
+        case Kind::array:
+          v = node.min > 0 ? 1 + at(node.item) : 1;
+          break;
+        case Kind::object:
+          for (const Property& prop : node.props)
+            if (prop.required) v = std::max(v, 1 + at(prop.value));
+          break;
+        case Kind::sequence:
+          for (int32_t part : node.alts) v = std::max(v, 1 + at(part));
+          break;
+        default: break;
+      }
+      v = std::min(v, kNever);
+      if (v < need_[i]) need_[i] = v, changed = true;
+    }
+  }
+  if (1 + at(root_) > kMaxDepth)
+    throw SchemaError("json_schema: every value of the schema nests deeper than " + std::to_string(kMaxDepth - 1) +
+                      " levels (or none is finite)");
+}
 
 std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() { return SchemaCompiler(nullptr).any_object(); }
 

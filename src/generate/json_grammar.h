@@ -46,6 +46,7 @@ class JsonGrammar {
   static constexpr int kMaxWhitespace = 20;
   static constexpr int kMaxDepth = 24;   // frames on the matcher's stack, the root included
   static constexpr int kMaxNodes = 4096;  // a schema that compiles to more is refused
+  static constexpr size_t kMaxStarts = 256;  // alternatives a value may start as
 
   // Any JSON object (OpenAI's response_format {"type": "json_object"}).
   static std::shared_ptr<const JsonGrammar> any_object();
@@ -62,7 +63,7 @@ class JsonGrammar {
 
   enum class Kind : uint8_t {
     alternatives,  // one of `alts` (anyOf, oneOf, a list of types, $ref, any value)
-    literals,      // one of `literals`, exact JSON texts (const, enum, true/false/null)
+    literals,      // one of `literals`, exact JSON texts (const, enum, true/false/null), sorted
     object,        // `props` in order
     map,           // an object of any keys whose values are `item`
     array,         // `item` repeated min..max times
@@ -89,6 +90,12 @@ class JsonGrammar {
   };
 
   const Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
+  // The nodes other than alternatives a value of node i may start as (alternatives followed
+  // through, duplicates and pure-alternatives cycles removed); {i} for the others.
+  const std::vector<int32_t>& starts(int32_t i) const { return starts_[static_cast<size_t>(i)]; }
+  // The fewest matcher frames a value of node i needs (its own included) to be complete:
+  // the matcher never opens a value it could not close within kMaxDepth.
+  int need(int32_t i) const { return need_[static_cast<size_t>(i)]; }
   const StringPattern& pattern(int32_t i) const { return patterns_[static_cast<size_t>(i)]; }
   int32_t root() const { return root_; }
   int32_t key_string() const { return key_string_; }  // a map's keys
@@ -98,8 +105,14 @@ class JsonGrammar {
 
  private:
   friend class SchemaCompiler;
+  // After compiling: starts_ and need_, literals sorted; refuses a schema whose every
+  // instance nests deeper than kMaxDepth (or that has none).
+  void finish();
+
   std::vector<Node> nodes_;
   std::vector<StringPattern> patterns_;
+  std::vector<std::vector<int32_t>> starts_;
+  std::vector<int> need_;
   int32_t root_ = -1, key_string_ = -1;
   bool root_whitespace_ = true;
 };

@@ -39,22 +39,20 @@ Sequence::Sequence(const text::Tokenizer& tok, text::Sampler sampler, SequencePa
 
 bool Sequence::constrained() const { return grammar_ && (!thinking_ || thinking_->answer_may_follow()); }
 
-void Sequence::mask_grammar(std::span<float> logits) {
+bool Sequence::mask_grammar(std::span<float> logits) {
   // Before the thinking opens, <think> stays as the model and the budget left it.
-  const int32_t open = thinking_ ? thinking_->open_token() : -1;
-  const float open_logit = open >= 0 ? logits[static_cast<size_t>(open)] : 0.0f;
+  const bool may_open = thinking_ && thinking_->thinking_may_open();
+  const int32_t open = may_open ? thinking_->open_token() : -1;
+  const float open_logit = open >= 0 ? logits[static_cast<size_t>(open)] : -INFINITY;
   const bool any = params_.vocab_trie->mask(*grammar_, params_.stop.eos_ids, logits, grammar_scratch_);
-  if (open >= 0 && thinking_->thinking_may_open()) logits[static_cast<size_t>(open)] = open_logit;
-  // A dead end (a schema no finite text satisfies within the nesting limit): stop rather
-  // than sample from nothing.
-  if (!any && !(open >= 0 && thinking_->thinking_may_open() && open_logit != -INFINITY))
-    for (int32_t id : params_.stop.eos_ids) logits[static_cast<size_t>(id)] = 0.0f;
+  if (open >= 0) logits[static_cast<size_t>(open)] = open_logit;
+  return any || open_logit != -INFINITY;
 }
 
-void Sequence::accept_grammar(int32_t token) {
+void Sequence::accept_grammar(int32_t token, bool thinking_may_open) {
   for (int32_t id : params_.stop.eos_ids)
     if (token == id) return;
-  if (thinking_ && token == thinking_->open_token()) return;
+  if (thinking_may_open && token == thinking_->open_token()) return;  // the thinking opens: not the answer yet
   SQZ_CHECK(grammar_->accept_bytes(tok_.token_to_piece(token, {.render_control = false})),
             "generation: sampled token ", token, " that the grammar refuses");
 }
@@ -107,7 +105,12 @@ int32_t Sequence::sample(std::span<const float> row, Step& out) {
     }
     for (int32_t id : banned_) masked_[static_cast<size_t>(id)] = -INFINITY;
     if (thinking_) thinking_->mask(masked_);  // no `self` header once the budget closed the thinking
-    if (constrained) mask_grammar(masked_);
+    // Nothing the grammar takes is left (the model's logits ruled every allowed token out):
+    // the value cannot go on, and the sequence stops where it is.
+    if (constrained && !mask_grammar(masked_)) {
+      end(Finish::stop);
+      return -1;
+    }
     if (thinking_first)
       for (int32_t id : params_.vocab_trie->control_ids()) masked_[static_cast<size_t>(id)] = -INFINITY;
     seen = masked_;
@@ -115,7 +118,7 @@ int32_t Sequence::sample(std::span<const float> row, Step& out) {
   const int32_t y = sampler_.sample(seen);
   sampler_.accept(y);
   ++out.sampled;
-  if (constrained) accept_grammar(y);
+  if (constrained) accept_grammar(y, thinking_ && thinking_->thinking_may_open());
   // The value is complete and nothing may follow: the sequence ends after this token.
   const auto close_if_done = [&] {
     if (constrained && !finished() && !forcing_ && grammar_->closed()) end(Finish::stop);

@@ -123,9 +123,10 @@ class Sequence {
   void end(Finish f) { finish_ = f, feed_.clear(); }
   // Whether the grammar constrains the token sampled now (not while thinking).
   bool constrained() const;
-  void mask_grammar(std::span<float> logits);
-  // After a constrained token: the grammar takes its text; a closed value ends the sequence.
-  void accept_grammar(int32_t token);
+  // False when no token is left to sample (the sequence then stops).
+  bool mask_grammar(std::span<float> logits);
+  // After a constrained token: the grammar takes its text (not <think> opening the thinking).
+  void accept_grammar(int32_t token, bool thinking_may_open);
 
   const text::Tokenizer& tok_;
   text::Sampler sampler_;

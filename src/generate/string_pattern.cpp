@@ -15,6 +15,8 @@ using Range = std::pair<uint32_t, uint32_t>;
 constexpr uint32_t kPrintableLo = 0x20, kPrintableHi = 0x7E;
 
 CharClass normalized(std::vector<Range> r) {
+  for (const Range& x : r)
+    if (x.first <= 0xDFFF && x.second >= 0xD800) throw SchemaError("pattern: surrogate code points (U+D800-U+DFFF) cannot be written");
   std::sort(r.begin(), r.end());
   CharClass c;
   for (const Range& x : r) {
@@ -77,13 +79,15 @@ class PatternCompiler {
     // Characters from each position to a match: shortest paths over the follow sets.
     const size_t n = p.classes_.size();
     p.to_match_.assign(n, StringPattern::kNever);
+    const auto writable = [&](size_t q) { return !p.classes_[q].ranges.empty(); };  // an empty class is a dead end
     for (size_t q = 0; q < n; ++q)
-      if (p.last_ >> q & 1) p.to_match_[q] = 0;
+      if ((p.last_ >> q & 1) && writable(q)) p.to_match_[q] = 0;
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t q = 0; q < n; ++q)
         for (size_t r = 0; r < n; ++r)
-          if ((p.follow_[q] >> r & 1) && p.to_match_[r] + 1 < p.to_match_[q]) p.to_match_[q] = p.to_match_[r] + 1, changed = true;
+          if (writable(q) && (p.follow_[q] >> r & 1) && p.to_match_[r] + 1 < p.to_match_[q])
+            p.to_match_[q] = p.to_match_[r] + 1, changed = true;
     }
     return p;
   }
@@ -96,13 +100,31 @@ class PatternCompiler {
 
   bool at(char c) const { return i_ < s_.size() && s_[i_] == c; }
 
-  static Re chars(CharClass c) {
+  // Every tree node made, copies of repeats included: a hostile pattern is refused before
+  // it costs memory or stack.
+  static constexpr int64_t kMaxNodes = 4096;
+  static constexpr int kMaxGroupDepth = 32;
+  int64_t made_ = 0;
+  int groups_ = 0;
+  void count_nodes(int64_t n) {
+    made_ += n;
+    if (made_ > kMaxNodes) refuse("too complex for the grammar (more than " + std::to_string(kMaxNodes) + " nodes)");
+  }
+  static int64_t size_of(const Re& r) {
+    int64_t n = 1;
+    for (const Re& k : r.kids) n += size_of(k);
+    return n;
+  }
+
+  Re chars(CharClass c) {
+    count_nodes(1);
     Re r;
     r.kind = Re::chars;
     r.cls = std::move(c);
     return r;
   }
-  static Re node(Re::Kind k, std::vector<Re> kids) {
+  Re node(Re::Kind k, std::vector<Re> kids) {
+    count_nodes(1);
     Re r;
     r.kind = k;
     r.kids = std::move(kids);
@@ -137,12 +159,22 @@ class PatternCompiler {
 
   Re repeat() {
     Re e = atom();
+    bool quantified = false;
     for (;;) {
+      const bool quantifier = at('*') || at('+') || at('?') || at('{');
+      if (!quantifier) break;
+      if (quantified) refuse("a quantifier on a quantifier (e.g. a**) is not supported");
+      quantified = true;
+      if (e.positions() == 0) e = Re{};  // a repeat of nothing is nothing
       if (at('*') || at('+') || at('?')) {
         const char q = s_[i_++];
         if (q == '*') e = node(Re::star, {std::move(e)});
-        else if (q == '+') e = node(Re::concat, {e, node(Re::star, {e})});
-        else e = node(Re::opt, {std::move(e)});
+        else if (q == '+') {
+          count_nodes(size_of(e));
+          e = node(Re::concat, {e, node(Re::star, {e})});
+        } else {
+          e = node(Re::opt, {std::move(e)});
+        }
       } else if (at('{')) {
         ++i_;
         const size_t m = number();
@@ -159,12 +191,12 @@ class PatternCompiler {
         const int each = e.positions();
         if (each * static_cast<int64_t>(unbounded ? m + 1 : n) > StringPattern::kMaxPositions)
           refuse("too long for the grammar (more than " + std::to_string(StringPattern::kMaxPositions) + " character positions)");
+        if (each == 0) continue;  // a repeat of nothing is nothing
+        count_nodes(size_of(e) * static_cast<int64_t>(unbounded ? m + 1 : n));
         std::vector<Re> parts(m, e);
         if (unbounded) parts.push_back(node(Re::star, {e}));
         for (size_t k = m; !unbounded && k < n; ++k) parts.push_back(node(Re::opt, {e}));
         e = parts.empty() ? Re{} : node(Re::concat, std::move(parts));
-      } else {
-        break;
       }
       if (at('?')) ++i_;  // a lazy quantifier matches the same strings
     }
@@ -274,6 +306,7 @@ class PatternCompiler {
   Re atom() {
     const char c = s_[i_];
     if (c == '(') {
+      if (++groups_ > kMaxGroupDepth) refuse("groups nested deeper than " + std::to_string(kMaxGroupDepth));
       ++i_;
       if (at('?')) {
         if (i_ + 1 < s_.size() && s_[i_ + 1] == ':') i_ += 2;
@@ -282,6 +315,7 @@ class PatternCompiler {
       Re inner = alternation();
       if (!at(')')) refuse("an unclosed (");
       ++i_;
+      --groups_;
       return inner;
     }
     if (c == '[') {
@@ -290,7 +324,7 @@ class PatternCompiler {
     }
     if (c == '.') {
       ++i_;
-      return chars(normalized({{0, '\n' - 1}, {'\n' + 1, '\r' - 1}, {'\r' + 1, 0x2027}, {0x202A, 0x10FFFF}}));
+      return chars(normalized({{0, '\n' - 1}, {'\n' + 1, '\r' - 1}, {'\r' + 1, 0x2027}, {0x202A, 0xD7FF}, {0xE000, 0x10FFFF}}));
     }
     if (c == '\\') {
       ++i_;

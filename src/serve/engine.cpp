@@ -159,19 +159,21 @@ std::vector<std::shared_ptr<RequestStream>> Engine::submit_group(std::vector<Gen
 }
 
 bool Engine::waits_for_leader(const Job& job) const {
-  if (!job.leader) return false;
+  // With draft sources no slot lends its K/V (assign()): nothing to wait for.
+  if (!job.leader || drafter_ || lookup_ || job.stream->cancelled()) return false;
   for (const auto& s : slots_)
     if (s->busy() && s->job->stream == job.leader) return s->prefilling();
   return false;  // the leader has finished (its slot keeps the prompt) or never started
 }
 
-std::vector<float> Engine::hidden_states(std::vector<int32_t> tokens) {
+std::optional<std::vector<float>> Engine::hidden_states(std::vector<int32_t> tokens) {
   SQZ_CHECK(!tokens.empty() && static_cast<int64_t>(tokens.size()) <= n_ctx_, "serve: an input of ", tokens.size(),
             " tokens (1..", n_ctx_, ")");
   std::future<std::vector<float>> result;
   {
     std::lock_guard lock(mu_);
-    SQZ_CHECK(!stop_ && !draining_, "serve: the engine is stopping");
+    if (stop_ || draining_) throw EngineStopping("serve: the engine is stopping");
+    if (embed_queue_.size() >= max_queue_) return std::nullopt;
     embed_queue_.push_back({std::move(tokens), {}});
     result = embed_queue_.back().result.get_future();
   }
@@ -179,27 +181,27 @@ std::vector<float> Engine::hidden_states(std::vector<int32_t> tokens) {
   return result.get();
 }
 
-// Each input as a fresh sequence in chunks (the batch-invariant products of generation), on
-// the scheduler's thread between steps, so it never runs beside a step on the same pool.
-void Engine::run_embeddings(std::deque<EmbedJob>& jobs) {
+// A fresh sequence in chunks (the batch-invariant products of generation), on the
+// scheduler's thread, so it never runs beside a step on the same pool; one chunk per
+// iteration, so a long input delays running streams by a chunk at a time.
+void Engine::embed_chunk(EmbedJob& job) {
   const int64_t E = model_.config().n_embd;
-  for (EmbedJob& job : jobs) {
-    try {
-      const auto n = static_cast<int64_t>(job.tokens.size());
-      model::KvCache cache(model::sequence_cache_config(model_.config(), n, chunk_, kv_type_, chunk_));
-      std::vector<float> out(static_cast<size_t>(n * E));
-      for (int64_t p = 0; p < n; p += chunk_) {
-        const int64_t m = std::min(chunk_, n - p);
-        const model::SequenceChunk chunk{.cache = &cache, .tokens = job.tokens.data() + p, .n = m};
-        model::forward_step(model_, pool_, *scratch_, std::span(&chunk, 1), nullptr,
-                            {.batch_invariant = true, .hidden_out = out.data() + p * E});
-      }
-      job.result.set_value(std::move(out));
-    } catch (...) {
-      job.result.set_exception(std::current_exception());
+  const auto n = static_cast<int64_t>(job.tokens.size());
+  try {
+    if (!job.cache) {
+      job.cache = std::make_unique<model::KvCache>(model::sequence_cache_config(model_.config(), n, chunk_, kv_type_, chunk_));
+      job.out.resize(static_cast<size_t>(n * E));
     }
+    const int64_t m = std::min(chunk_, n - job.pos);
+    const model::SequenceChunk chunk{.cache = job.cache.get(), .tokens = job.tokens.data() + job.pos, .n = m};
+    model::forward_step(model_, pool_, *scratch_, std::span(&chunk, 1), nullptr,
+                        {.batch_invariant = true, .hidden_out = job.out.data() + job.pos * E});
+    job.pos += m;
+    if (job.pos == n) job.result.set_value(std::move(job.out));
+  } catch (...) {
+    job.pos = n;
+    job.result.set_exception(std::current_exception());
   }
-  jobs.clear();
 }
 
 void Engine::drain() {
@@ -420,7 +422,7 @@ void Engine::advance(Slot& s, const float* rows, int64_t pos0, const float* taps
 
 void Engine::loop() {
   const int64_t V = model_.config().n_vocab;
-  std::deque<EmbedJob> embeds;
+  std::optional<EmbedJob> embedding;
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -429,7 +431,8 @@ void Engine::loop() {
       };
       cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !embed_queue_.empty() || any_busy(); });
       if (stop_) {
-        for (EmbedJob& e : embed_queue_) e.result.set_exception(std::make_exception_ptr(Error("serve: the engine stopped")));
+        for (EmbedJob& e : embed_queue_)
+          e.result.set_exception(std::make_exception_ptr(EngineStopping("serve: the engine stopped")));
         embed_queue_.clear();
         while (!queue_.empty()) {
           queue_.front().stream->push({.finish = FinishReason::cancelled});
@@ -456,9 +459,16 @@ void Engine::loop() {
         assign(std::move(job));
         lock.lock();
       }
-      embeds.swap(embed_queue_);
+      if (!embed_queue_.empty()) embedding = std::move(embed_queue_.front()), embed_queue_.pop_front();
     }
-    if (!embeds.empty()) run_embeddings(embeds);
+    if (embedding) {  // one chunk; an unfinished job goes back to the head of the queue
+      embed_chunk(*embedding);
+      if (embedding->pos < static_cast<int64_t>(embedding->tokens.size())) {
+        std::lock_guard lock(mu_);
+        embed_queue_.push_front(std::move(*embedding));
+      }
+      embedding.reset();
+    }
     for (auto& s : slots_)
       if (s->busy() && s->job->stream->cancelled()) finish(*s, FinishReason::cancelled);
 
@@ -524,8 +534,17 @@ void Engine::loop() {
       logit_row += static_cast<size_t>(chunks[i].all_logits ? chunks[i].n : 1);
       const float* taps = tapping ? taps_.data() + step_row * tap_width : nullptr;
       step_row += chunks[i].n;
+      // A sequence that throws (a sampler fed nothing it may sample) ends its request with
+      // an error; the others go on.
+      const auto advance_or_fail = [&](int64_t p0) {
+        try {
+          advance(s, rows, p0, taps, step_s);
+        } catch (const std::exception& e) {
+          finish(s, FinishReason::error, e.what());
+        }
+      };
       if (!s.prefilling()) {
-        advance(s, rows, pos0[i], taps, step_s);
+        advance_or_fail(pos0[i]);
         continue;
       }
       s.ids.insert(s.ids.end(), chunks[i].tokens, chunks[i].tokens + chunks[i].n);
@@ -536,7 +555,7 @@ void Engine::loop() {
       s.seq->start(static_cast<int64_t>(prompt.size()), prompt);
       s.run.clear();
       s.drafts = 0;
-      advance(s, rows, /*pos0=*/-1, taps, step_s);  // the first token, from the prompt's last row
+      advance_or_fail(/*pos0=*/-1);  // the first token, from the prompt's last row
     }
     cv_.notify_all();
   }

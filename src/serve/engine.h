@@ -60,6 +60,11 @@ using TopLogprob = generate::TopLogprob;
 using TokenLogprob = generate::TokenLogprob;
 
 enum class FinishReason { none, stop, length, cancelled, error };
+
+// The engine stopped (shutdown) before it could take or finish the work.
+struct EngineStopping : Error {
+  using Error::Error;
+};
 const char* finish_reason_name(FinishReason r);
 
 struct Update {
@@ -157,10 +162,11 @@ class Engine {
   // has no room for all of them.
   std::vector<std::shared_ptr<RequestStream>> submit_group(std::vector<GenerationRequest> requests);
   // The final norm's output ([tokens, n_embd], what the head reads) of `tokens` run as a
-  // sequence of their own, between generation steps (OpenAI's embeddings). Blocks until
-  // done; throws Error when the engine stops first or the input is empty or longer than a
-  // slot's context.
-  std::vector<float> hidden_states(std::vector<int32_t> tokens);
+  // sequence of their own, one chunk per scheduler iteration between generation steps
+  // (OpenAI's embeddings). Blocks until done; nullopt when max_queue inputs already wait.
+  // Throws EngineStopping when the engine stops first, Error when the input is empty or
+  // longer than a slot's context.
+  std::optional<std::vector<float>> hidden_states(std::vector<int32_t> tokens);
   // Stops taking requests and returns once every queued and running one has finished.
   void drain();
   EngineStats stats() const;
@@ -177,10 +183,14 @@ class Engine {
   struct EmbedJob {
     std::vector<int32_t> tokens;
     std::promise<std::vector<float>> result;
+    std::unique_ptr<model::KvCache> cache;  // while it runs
+    std::vector<float> out;
+    int64_t pos = 0;                         // tokens run so far
   };
 
   void loop();
-  void run_embeddings(std::deque<EmbedJob>& jobs);
+  // One chunk of the embedding job at the head of the queue (the scheduler's thread).
+  void embed_chunk(EmbedJob& job);
   void assign(Job job);                 // a queued job to an idle slot (prefix reuse)
   bool waits_for_leader(const Job& job) const;  // its group's first request is still prefilling
   void finish(Slot& s, FinishReason reason, const std::string& error = {});

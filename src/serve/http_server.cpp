@@ -430,8 +430,16 @@ void Server::routes() {
       if (draining_) throw ApiError(503, "the server is shutting down");
       const EmbeddingRequest r = prepare_embeddings(parse_body(req.body, json_limits()), l.ctx);
       std::vector<std::vector<float>> vectors;
-      for (const auto& tokens : r.inputs)
-        vectors.push_back(pool_hidden_states(l.engine->hidden_states(tokens), l.model->config().n_embd, r.pooling, r.normalize));
+      for (const auto& tokens : r.inputs) {
+        std::optional<std::vector<float>> hidden;
+        try {
+          hidden = l.engine->hidden_states(tokens);
+        } catch (const EngineStopping&) {
+          throw ApiError(503, "the server is shutting down");
+        }
+        if (!hidden) throw ApiError(503, "the request queue is full; retry later");
+        vectors.push_back(pool_hidden_states(*hidden, l.model->config().n_embd, r.pooling, r.normalize));
+      }
       res.set_content(dump(embeddings_response(r, vectors, l.ctx)), "application/json");
     }));
   http_.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {

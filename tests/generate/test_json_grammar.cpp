@@ -75,6 +75,7 @@ TEST(JsonGrammar, NumbersStringsAndLiterals) {
   EXPECT_FALSE(complete(str, R"("a")"));
   EXPECT_FALSE(prefix(str, "\"\xc3\x28"));     // a broken UTF-8 sequence
   EXPECT_FALSE(prefix(str, R"("\ud800)"));     // a surrogate escape
+  EXPECT_TRUE(complete(str, R"("\ued00x")"));    // U+ED00 is no surrogate (a fuzzing find: once a dead end)
   EXPECT_FALSE(prefix(str, "\"a\x01"));        // a raw control character
   EXPECT_TRUE(complete(R"({"type": ["boolean", "null"]})", "null"));
   EXPECT_TRUE(complete(R"({"const": {"k": [1, "x"]}})", R"({"k":[1,"x"]})"));
@@ -129,6 +130,16 @@ TEST(JsonGrammar, UnsupportedKeywordsAreRefusedByName) {
       {R"({"type": "string", "pattern": "a{64}"})", "63 character positions"},
       {R"({"type": "string", "pattern": "a^b"})", "'^'"},
       {R"({"type": "string", "format": "email"})", "'format' 'email'"},
+      {R"({"type": "string", "pattern": "[^\\x00-\\x7F]"})", "matches no string"},
+      {R"({"type": "string", "pattern": "a**"})", "quantifier on a quantifier"},
+      {R"({"type": "string", "pattern": "(){9999}{9999}"})", "quantifier on a quantifier"},
+      {R"j({"type": "string", "pattern": "((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))"})j", "nested deeper"},
+      {R"({"type": "string", "pattern": "\\ud800"})", "surrogate"},
+      {R"({"type": "string", "pattern": "^abc$", "maxLength": 2})", "at least 3"},
+      {R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})", "nests deeper"},
+      {R"({"anyOf": [{"$ref": "#"}, {"$ref": "#"}]})", "allows nothing"},
+      {R"({"type": "string", "enum": ["a"], "maxLength": 3})", "beside keywords"},
+      {R"({"type": "integer", "enum": ["a", true]})", "has the schema's 'type'"},
       {R"({"type": "number", "multipleOf": 3})", "'multipleOf'"},
       {R"({"type": "object", "properties": {"a": {"not": {}}}})", "'not'"},
       {R"({"$ref": "https://example.com/s.json"})", "'$ref'"},
@@ -147,6 +158,32 @@ TEST(JsonGrammar, UnsupportedKeywordsAreRefusedByName) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(JsonGrammar, HostileSchemasStayCheapAndNeverDeadEnd) {
+  // Alternatives referring to themselves: flattened once, not followed byte by byte.
+  EXPECT_TRUE(complete(R"({"anyOf": [{"$ref": "#"}, {"$ref": "#"}, {"$ref": "#"}, {"$ref": "#"}, {"$ref": "#"}, {"$ref": "#"},
+                                     {"$ref": "#"}, {"$ref": "#"}, {"type": "integer"}]})", "7"));
+  // A recursive object with an optional child: at the depth limit the child can no longer be
+  // opened (its value could not close), so every prefix still completes.
+  const char* tree = R"({"type": "object", "properties": {"k": {"$ref": "#"}}})";
+  std::string deep;
+  for (int i = 0; i < JsonGrammar::kMaxDepth - 2; ++i) deep += R"({"k": )";
+  EXPECT_TRUE(prefix(tree, deep + "{"));
+  EXPECT_FALSE(prefix(tree, deep + R"({"k")"));
+  std::string closing(JsonGrammar::kMaxDepth - 1, '}');
+  EXPECT_TRUE(complete(tree, deep + "{" + closing.substr(0, JsonGrammar::kMaxDepth - 1)));
+  // Many literals are one parse: an enum of 300 values keeps all of them.
+  Json big = {{"enum", Json::array()}};
+  for (int i = 0; i < 300; ++i) big["enum"].push_back("v" + std::to_string(i));
+  GrammarMatcher m(JsonGrammar::from_schema(big));
+  ASSERT_TRUE(m.accept_bytes(R"("v29)"));
+  EXPECT_TRUE(m.accept_bytes("9\""));
+  EXPECT_TRUE(m.closed());
+  // An integer at the top of its range: complete, and nothing may follow (no EOS needed).
+  GrammarMatcher one = matcher(R"({"type": "integer", "minimum": 0, "maximum": 5})");
+  ASSERT_TRUE(one.accept_bytes("3"));
+  EXPECT_TRUE(one.closed());
 }
 
 TEST(JsonGrammar, PatternsAndFormats) {

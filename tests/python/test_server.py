@@ -354,6 +354,19 @@ def test_embeddings_of_the_student(server, client):
     assert code == 400 and e["error"]["param"] == "pooling"
 
 
+def test_a_grammar_without_an_end_token_stops_where_the_value_closes(server):
+    """llama-server's json_schema on completions with ignore_eos (no end-of-sequence token):
+    once the value is complete and nothing may follow, the answer ends there — never a
+    sampler with nothing to sample (which once took the scheduler down)."""
+    for schema in [{"type": "integer", "minimum": 0, "maximum": 5}, {"enum": ["yes", "no", "never"]}]:
+        code, _, r = server.request("POST", "/v1/completions", {"prompt": "In the beginning", "max_tokens": 64,
+                                                                 "ignore_eos": True, "json_schema": schema})
+        assert code == 200, r
+        assert r["choices"][0]["finish_reason"] == "stop", r
+        assert json.loads(r["choices"][0]["text"]) in ([0, 1, 2, 3, 4, 5] if "type" in schema else schema["enum"]), r
+    assert server.request("GET", "/health")[0] == 200
+
+
 def test_response_format_needs_an_answer_in_plain_text(client):
     """The student frames its answer with control tokens, which a JSON grammar would forbid."""
     with pytest.raises(openai.BadRequestError) as e:
