@@ -7,22 +7,25 @@
 //   - object properties in the schema's order, required ones always, optional ones
 //     skippable; no properties beyond the declared ones (additionalProperties is used
 //     only for objects that declare none: maps of that value schema);
-//   - whitespace only where JSON pretty-printing puts it (after { [ , : and before } ]):
-//     one space, or one newline and at most kMaxWhitespace spaces or tabs (llama.cpp's
-//     rule), so a model fond of newlines cannot spend its tokens on them;
+//   - whitespace only where JSON pretty-printing puts it (after { [ , and :, before } ]
+//     and :): one space, or one newline and at most kMaxWhitespace spaces or tabs
+//     (llama.cpp's rule), so a model fond of newlines cannot spend its tokens on them;
 //   - numbers with at most 16 digits before and after the point and 2 in the exponent;
 //     a number schema with minimum/maximum generates integers in that range;
 //   - strings as UTF-8 (validated) with the standard escapes; \u escapes of surrogates
-//     are not generated;
-//   - nesting at most kMaxDepth levels.
-//   - `pattern` through a position automaton (generate/string_pattern.h: the subset of
-//     regular expressions it takes, and why its classes are ASCII); `format` date, time,
-//     date-time, uuid and ipv4 as patterns;
+//     are not generated; `pattern` through a position automaton (generate/string_pattern.h:
+//     the subset of regular expressions it takes, and why its classes are ASCII); `format`
+//     date, time, date-time, uuid and ipv4 as patterns;
+//   - `enum` / `const` as their values (filtered by `type`), one parse for all of them;
+//   - nesting at most kMaxDepth levels: the matcher never opens a value it could not close
+//     there (need()), and a schema whose every instance nests deeper is refused.
 // Keywords it cannot enforce (other formats, multipleOf, allOf of several schemas,
-// not, if/then/else, dependencies, min/maxProperties, uniqueItems, contains, prefixItems
-// …) are refused when compiling: a SchemaError naming the keyword and where it is.
-// oneOf is generated as anyOf (a value matching one alternative only, for the usual
-// schemas whose alternatives differ by type or by a const).
+// not, if/then/else, dependencies, min/maxProperties, uniqueItems, contains, prefixItems,
+// pattern with minLength, enum beside constraints other than type …) are refused when
+// compiling: a SchemaError naming the keyword and where it is. oneOf is generated as anyOf
+// (a value matching one alternative only, for the usual schemas whose alternatives differ
+// by type or by a const). Alternatives ($ref cycles included) are flattened once, at most
+// kMaxStarts per value.
 #pragma once
 
 #include <cstdint>
