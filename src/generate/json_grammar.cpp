@@ -147,6 +147,13 @@ class SchemaCompiler {
     return static_cast<int64_t>(d);
   }
 
+  // n.min / n.max from a pair of count keywords (minLength / maxLength, minItems / maxItems).
+  static void count_bounds(const Json& s, const char* lo, const char* hi, Node& n, const std::string& where) {
+    n.min = count_field(s, lo, where, 0);
+    n.max = count_field(s, hi, where, -1);
+    if (n.max >= 0 && n.min > n.max) refuse(where, std::string("'") + lo + "' is above '" + hi + "'");
+  }
+
   int32_t compile(const Json& s, const std::string& where, int depth) {
     if (depth > kMaxSchemaDepth) refuse(where, "the schema nests deeper than " + std::to_string(kMaxSchemaDepth));
     if (s.is_boolean()) {
@@ -266,9 +273,7 @@ class SchemaCompiler {
     }
     if (type == "string") {
       Node n = node_of(Kind::string);
-      n.min = count_field(s, "minLength", where, 0);
-      n.max = count_field(s, "maxLength", where, -1);
-      if (n.max >= 0 && n.min > n.max) refuse(where, "'minLength' is above 'maxLength'");
+      count_bounds(s, "minLength", "maxLength", n, where);
       std::string regex;
       if (s.contains("pattern")) {
         if (!s["pattern"].is_string()) refuse(where, "'pattern' must be a string");
@@ -297,9 +302,7 @@ class SchemaCompiler {
     }
     if (type == "array") {
       Node n = node_of(Kind::array);
-      n.min = count_field(s, "minItems", where, 0);
-      n.max = count_field(s, "maxItems", where, -1);
-      if (n.max >= 0 && n.min > n.max) refuse(where, "'minItems' is above 'maxItems'");
+      count_bounds(s, "minItems", "maxItems", n, where);
       if (s.contains("items") && s["items"].is_array()) refuse(where, "'items' as an array (tuples) is not supported");
       n.item = s.contains("items") ? compile(s["items"], where + "/items", depth + 1) : any();
       return add(std::move(n));
