@@ -174,7 +174,9 @@ std::optional<std::vector<float>> Engine::hidden_states(std::vector<int32_t> tok
     std::lock_guard lock(mu_);
     if (stop_ || draining_) throw EngineStopping("serve: the engine is stopping");
     if (embed_queue_.size() >= max_queue_) return std::nullopt;
-    embed_queue_.push_back({std::move(tokens), {}});
+    EmbedJob job;
+    job.tokens = std::move(tokens);
+    embed_queue_.push_back(std::move(job));
     result = embed_queue_.back().result.get_future();
   }
   cv_.notify_all();
