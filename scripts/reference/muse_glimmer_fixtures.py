@@ -24,12 +24,13 @@ from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, Llam
                           Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 import dflash_fixture
+import gpt_oss_fixtures
 import vision_fixture
 import muse_glimmer_numpy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 OUT = ROOT / "tests" / "fixtures" / "muse_glimmer"
-OUT_OTHERS = ROOT / "tests" / "fixtures" / "hf_tiny"  # llama, gemma3, qwen2, qwen3, qwen3moe: convert's cross-checks
+OUT_OTHERS = ROOT / "tests" / "fixtures" / "hf_tiny"  # llama, gemma3, qwen2, qwen3, qwen3moe, gpt-oss: convert's cross-checks
 
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|patch|>",
             "<|image_start|>", "<|image_end|>", "<|video|>", "<|mask|>"]
@@ -332,6 +333,8 @@ def main():
     only = sys.argv[1:]
     rows = [make_case(n, dict(c)) for n, c in CASES.items() if not only or n in only]
     others = [make_other(n, m, c, dict(t)) for n, (m, c, t) in OTHERS.items() if not only or n in only]
+    others += gpt_oss_fixtures.make_cases(sys.modules[__name__], only)
+    all_others = list(OTHERS) + list(gpt_oss_fixtures.CASES)
     for r in others:
         print(r)
     if not only or "dflash" in only:
@@ -343,9 +346,9 @@ def main():
         (OUT / "cases.json").write_text(json.dumps({"versions": versions, "cases": rows}, indent=1) + "\n")
     if others:  # a partial run replaces (or appends) only the rows of the cases it made
         path = OUT_OTHERS / "cases.json"
-        old = json.loads(path.read_text())["cases"] if path.exists() and len(others) < len(OTHERS) else []
+        old = json.loads(path.read_text())["cases"] if path.exists() and len(others) < len(all_others) else []
         new = {r["case"]: r for r in others}
-        merged = [new.pop(r["case"], r) for r in old] + [new[n] for n in OTHERS if n in new]
+        merged = [new.pop(r["case"], r) for r in old] + [new[n] for n in all_others if n in new]
         path.write_text(json.dumps({"versions": versions, "cases": merged}, indent=1) + "\n")
     for r in rows:
         print(r)

@@ -2,10 +2,12 @@
 #include "convert/convert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
 #include "convert/hf_tokenizer.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/thread_pool.h"
@@ -44,9 +46,82 @@ void row_f32(const safetensors::Tensor& t, int64_t row, int64_t cols, float* out
   }
 }
 
+// Row R of a gathered tensor (TensorPlan::Gather) as f32, element by element.
+uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+void gather_row_f32(const safetensors::Tensor& t, const TensorPlan& p, int64_t R, int64_t cols, float* out) {
+  const int64_t per_expert = p.dims.size() == 3 ? p.dims[1] : 1, e = R / per_expert, r = R % per_expert;
+  const TensorPlan::Gather& g = p.gather;
+  const int64_t first = e * g.slab + g.offset + r * g.row_step;
+  const uint8_t* base = t.data.data();
+  for (int64_t j = 0; j < cols; ++j) {
+    const size_t at = static_cast<size_t>(first + j * g.col_step);
+    switch (t.dtype) {
+      case Dtype::F32: std::memcpy(&out[j], base + at * 4, 4); break;
+      case Dtype::F16: out[j] = f16_to_f32(load_u16(base + at * 2)); break;
+      case Dtype::BF16: out[j] = bf16_to_f32(load_u16(base + at * 2)); break;
+      default: fail("tensor '", t.name, "' has dtype ", safetensors::dtype_name(t.dtype), " (convert reads F32, F16 and BF16)");
+    }
+  }
+}
+
+// An OpenAI MXFP4 expert tensor (TensorPlan::mxfp4_scales): GGUF row R of expert e is source
+// row s of that expert's [out, in/32] blocks. MXFP4 rows come out as GGUF's 17-byte blocks —
+// the scale byte, then the 32 codes re-nibbled from OpenAI's interleaved order (low = 2j,
+// high = 2j + 1) to ggml's split one (low = j, high = j + 16), a lossless bit move; other
+// types get the values, code × 2^(scale − 127).
+class Mxfp4Source {
+ public:
+  Mxfp4Source(const safetensors::Tensor& blocks, const safetensors::Tensor& scales, const TensorPlan& p)
+      : blocks_(blocks.data.data()), scales_(scales.data.data()), plan_(p) {
+    SQZ_CHECK(blocks.dtype == Dtype::U8 && scales.dtype == Dtype::U8, "tensor '", blocks.name, "' and its scales must be U8");
+    out_ = blocks.shape[1];
+    nb_ = blocks.shape[2];
+  }
+  void row_bytes(int64_t R, uint8_t* dst) const {
+    const int64_t s = source_row(R);
+    for (int64_t b = 0; b < nb_; ++b) {
+      const uint8_t* q = blocks_ + (s * nb_ + b) * 16;
+      uint8_t* o = dst + b * 17;
+      o[0] = scales_[s * nb_ + b];
+      for (int j = 0; j < 16; ++j) {
+        // element j and element j + 16 of the block, from OpenAI's byte j / 2 and (j + 16) / 2
+        const uint8_t lo = (q[j / 2] >> (4 * (j % 2))) & 0xF, hi = (q[(j + 16) / 2] >> (4 * (j % 2))) & 0xF;
+        o[1 + j] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+    }
+  }
+  void row_f32(int64_t R, float* dst) const {
+    static constexpr float kCodes[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+    const int64_t s = source_row(R);
+    for (int64_t b = 0; b < nb_; ++b) {
+      const float scale = std::ldexp(1.0f, static_cast<int>(scales_[s * nb_ + b]) - 127);
+      const uint8_t* q = blocks_ + (s * nb_ + b) * 16;
+      for (int j = 0; j < 16; ++j) {
+        dst[b * 32 + 2 * j] = kCodes[q[j] & 0xF] * scale;
+        dst[b * 32 + 2 * j + 1] = kCodes[q[j] >> 4] * scale;
+      }
+    }
+  }
+
+ private:
+  int64_t source_row(int64_t R) const {
+    const int64_t per_expert = plan_.dims[1], e = R / per_expert, r = R % per_expert;
+    return e * out_ + plan_.mxfp4_row_offset + r * plan_.mxfp4_row_step;
+  }
+  const uint8_t* blocks_;
+  const uint8_t* scales_;
+  const TensorPlan& plan_;
+  int64_t out_ = 0, nb_ = 0;
+};
+
 GgmlType resolve_auto(const ConvertPlan& plan, const safetensors::Checkpoint& ckpt) {
   for (const TensorPlan& t : plan.tensors) {
-    if (t.hf_name.empty() || t.is_norm()) continue;
+    if (t.hf_name.empty() || t.stays_f32()) continue;
     return ckpt.find(t.hf_name)->dtype == Dtype::BF16 ? GgmlType::BF16 : GgmlType::F16;
   }
   return GgmlType::F16;
@@ -91,6 +166,7 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
     tok = read_hf_tokenizer(ckpt.dir(), ckpt.config(), c.n_vocab);
   }
   for (const TensorPlan& t : plan.tensors) {
+    if (!t.mxfp4_scales.empty()) continue;  // U8 blocks and scales, checked by Mxfp4Source
     for (const std::string& name : t.expert_sources.empty() ? std::vector<std::string>{t.hf_name} : t.expert_sources) {
       const safetensors::Tensor* src = name.empty() ? nullptr : ckpt.find(name);
       if (src && src->dtype != Dtype::F32 && src->dtype != Dtype::F16 && src->dtype != Dtype::BF16)
@@ -102,6 +178,9 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
   text::Tokenizer check(tok->data);  // refuses a vocabulary the runtime could not load, before writing
 
   std::optional<model::QuantPreset> preset;
+  // MXFP4 experts pass through unchanged, unless every tensor is asked for in one float type.
+  const bool all_float = model::upper_ascii(o.type) == "F32" || model::upper_ascii(o.type) == "F16" ||
+                         model::upper_ascii(o.type) == "BF16";
   if (model::upper_ascii(o.type) == "AUTO") {
     preset = model::find_quant_preset(gguf::ggml_type_info(resolve_auto(plan, ckpt)).name);
   } else {
@@ -142,7 +221,7 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
   for (const TensorPlan& t : plan.tensors) {
     const int64_t cols = t.dims[0], rows = t.rows();
     GgmlType type = GgmlType::F32;  // norms and other vectors stay F32, as llama.cpp writes them
-    if (!t.is_norm()) {
+    if (!t.stays_f32()) {
       const model::TensorRole role{.name = t.gguf_name, .row_length = cols, .n_dims = static_cast<int>(t.dims.size()),
                                    .layer = model::layer_of(t.gguf_name), .n_layer = c.n_layer,
                                    .tied_output = c.tied_output};
@@ -150,19 +229,37 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
       type = fitted.type;
       if (!fitted.fallback.empty()) r.fallbacks.push_back(std::move(fitted.fallback));
     }
+    std::optional<Mxfp4Source> mxfp4;
+    if (!t.mxfp4_scales.empty()) {
+      mxfp4.emplace(*ckpt.find(t.hf_name), *ckpt.find(t.mxfp4_scales), t);
+      if (!all_float) type = GgmlType::MXFP4;
+    }
     // Stacked experts: expert e's rows come from its own source tensor.
     std::vector<const safetensors::Tensor*> sources;
     for (const std::string& name : t.expert_sources) sources.push_back(ckpt.find(name));
     const int64_t rows_per_source = sources.empty() ? rows : rows / static_cast<int64_t>(sources.size());
     const safetensors::Tensor* src = t.hf_name.empty() ? nullptr : ckpt.find(t.hf_name);
-    w.add_tensor({t.gguf_name, type, t.dims}, [&, sources, rows_per_source, src, cols, rows, type](const gguf::ByteSink& out) {
+    w.add_tensor({t.gguf_name, type, t.dims}, [&, sources, rows_per_source, src, cols, rows, type,
+                                               mxfp4](const gguf::ByteSink& out) {
       const int64_t chunk = std::max<int64_t>(1, kChunkElements / cols);
       std::vector<float> x(static_cast<size_t>(std::min(chunk, rows) * cols));
       std::vector<uint8_t> bytes;
       for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t n = std::min(chunk, rows - r0);
+        if (mxfp4 && type == GgmlType::MXFP4) {  // passed through, re-nibbled
+          const int64_t rb = quant::row_bytes(type, cols);
+          bytes.resize(static_cast<size_t>(n * rb));
+          for (int64_t i = 0; i < n; ++i) mxfp4->row_bytes(r0 + i, bytes.data() + i * rb);
+          out(bytes);
+          if (progress) progress->advance(n * cols, t.gguf_name);
+          continue;
+        }
         for (int64_t i = 0; i < n; ++i) {
           float* row = x.data() + i * cols;
+          if (mxfp4) {
+            mxfp4->row_f32(r0 + i, row);
+            continue;
+          }
           if (src == nullptr) {
             if (t.values.empty()) {
               std::fill(row, row + cols, t.fill);
@@ -171,7 +268,9 @@ ConvertResult convert_checkpoint(const ConvertOptions& o) {
             }
             continue;
           }
-          if (sources.empty()) {
+          if (t.gather.slab > 0) {
+            gather_row_f32(*src, t, r0 + i, cols, row);
+          } else if (sources.empty()) {
             row_f32(*src, source_row(t, r0 + i), cols, row);
           } else {
             row_f32(*sources[static_cast<size_t>((r0 + i) / rows_per_source)], (r0 + i) % rows_per_source, cols, row);

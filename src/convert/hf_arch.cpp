@@ -66,6 +66,9 @@ class HfConfig {
     double theta = 10000.0;
     std::string type = "default";
     double factor = 1.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_context = 8192.0;
+    // YaRN's (transformers' defaults); attention_factor 0: derived from the factor.
+    double beta_fast = 32.0, beta_slow = 1.0, attention_factor = 0.0;
+    bool truncate = true, has_factor = false, has_mscale = false;
   };
   Rope rope(const char* layer_kind, double dflt) const {
     Rope r;
@@ -90,6 +93,12 @@ class HfConfig {
     r.low_freq_factor = params.number_or("low_freq_factor", 1.0);
     r.high_freq_factor = params.number_or("high_freq_factor", 4.0);
     r.original_context = params.number_or("original_max_position_embeddings", 8192.0);
+    r.has_factor = params.find("factor") != nullptr;
+    r.beta_fast = params.number_or("beta_fast", 32.0);
+    r.beta_slow = params.number_or("beta_slow", 1.0);
+    r.attention_factor = params.number_or("attention_factor", 0.0);
+    r.truncate = params.boolean_or("truncate", true);
+    r.has_mscale = params.find("mscale") != nullptr || params.find("mscale_all_dim") != nullptr;
     return r;
   }
   // The base of an architecture that runs unscaled RoPE only.
@@ -178,6 +187,19 @@ struct Builder {
   }
   // A stack of E experts {cols, rows, E} from one [rows, cols] tensor per expert; `pattern`
   // holds {} where the expert id goes.
+  // A source whose shape differs from the GGUF tensor's (a gather or a repacking).
+  TensorPlan& add_shaped(const std::string& gguf_name, std::vector<int64_t> dims, const std::string& hf,
+                         const std::vector<int64_t>& source_shape) {
+    require_shape(hf, source_shape);
+    plan.tensors.push_back({.gguf_name = gguf_name, .dims = std::move(dims), .hf_name = hf});
+    return plan.tensors.back();
+  }
+  void require_shape(const std::string& hf, const std::vector<int64_t>& shape) {
+    const safetensors::Tensor& t = source(hf);
+    if (t.shape != shape)
+      fail(ckpt.dir(), ": tensor '", hf, "' has shape ", shape_text(t.shape), ", config.json implies ", shape_text(shape));
+    used.insert(hf);
+  }
   void add_experts(const std::string& gguf_name, const std::vector<int64_t>& dims, const std::string& pattern) {
     const size_t at = pattern.find("{}");
     TensorPlan t{.gguf_name = gguf_name, .dims = dims, .hf_name = {}};
@@ -254,14 +276,64 @@ HfSource hf_source(const model::ModelConfig& c, model::TensorId id, float qk_sca
     case TensorId::output: return {.name = "lm_head.weight", .under_prefix = false};
     case TensorId::rope_freqs: return {.name = {}, .computed = true};  // HfModel::rope_freqs
     // Qwen3-MoE: the router, and experts stacked in expert-id order (as llama.cpp's converter).
-    case TensorId::ffn_gate_inp: return {.name = "mlp.gate.weight"};
+    case TensorId::ffn_gate_inp: return {.name = c.arch == Arch::gpt_oss ? "mlp.router.weight" : "mlp.gate.weight"};
     case TensorId::ffn_gate_exps: return {.name = {}, .per_expert = "mlp.experts.{}.gate_proj.weight"};
     case TensorId::ffn_up_exps: return {.name = {}, .per_expert = "mlp.experts.{}.up_proj.weight"};
     case TensorId::ffn_gate_up_exps: return {.name = "mlp.experts.gate_up_proj"};
     case TensorId::ffn_down_exps: return {.name = "mlp.experts.down_proj", .per_expert = "mlp.experts.{}.down_proj.weight"};
+    // gpt-oss (the tensors only it has; its experts are mapped by map_gpt_oss_experts)
+    case TensorId::attn_output_bias: return {.name = "self_attn.o_proj.bias"};
+    case TensorId::attn_sinks: return {.name = "self_attn.sinks"};
+    case TensorId::ffn_norm_post_attention_name: return {.name = "post_attention_layernorm.weight"};
+    case TensorId::ffn_gate_inp_bias: return {.name = "mlp.router.bias"};
     default: break;
   }
   fail("convert: tensor ", model::tensor_name(id), " of ", model::arch_name(c.arch), " has no checkpoint mapping");
+}
+
+// gpt-oss's expert tensors (model-families.md §5-6): `mlp.experts.gate_up_proj` [E, d, 2I]
+// and `down_proj` [E, I, d] stored x·W, gate and up interleaved (even, odd) along the
+// output; biases [E, 2I] and [E, d]. Or, in OpenAI's MXFP4 checkpoints, `*_blocks` and
+// `*_scales` in [E, out, in] order (gate and up interleaved by rows), passed through.
+// Returns false for the tensors it does not handle.
+bool map_gpt_oss_experts(Builder& b, const model::TensorShape& t, const std::string& layer_prefix) {
+  using model::TensorId;
+  const model::ModelConfig& c = b.plan.config;
+  const int64_t E = c.n_embd, I = c.n_ff_exp, X = c.n_expert;
+  const std::string experts = layer_prefix + "mlp.experts.";
+  const bool gate = t.id == TensorId::ffn_gate_exps || t.id == TensorId::ffn_gate_exps_bias;
+  switch (t.id) {
+    case TensorId::ffn_gate_exps:
+    case TensorId::ffn_up_exps:
+    case TensorId::ffn_down_exps: {
+      const bool down = t.id == TensorId::ffn_down_exps;
+      const std::string base = experts + (down ? "down_proj" : "gate_up_proj");
+      if (b.ckpt.find(base + "_blocks") != nullptr) {
+        const int64_t out = down ? E : 2 * I, in = down ? I : E;
+        if (in % 32 != 0) fail(b.ckpt.dir(), ": '", base, "_blocks' rows of ", in, " are not whole MXFP4 blocks of 32");
+        TensorPlan& p = b.add_shaped(t.name, t.dims(), base + "_blocks", {X, out, in / 32, 16});
+        b.require_shape(base + "_scales", {X, out, in / 32});
+        p.mxfp4_scales = base + "_scales";
+        p.mxfp4_row_offset = down ? 0 : (gate ? 0 : 1);
+        p.mxfp4_row_step = down ? 1 : 2;
+        return true;
+      }
+      if (down) {  // [X, I, E]: GGUF row r (of E) is column r
+        b.add_shaped(t.name, t.dims(), base, {X, I, E}).gather = {.slab = I * E, .offset = 0, .row_step = 1, .col_step = E};
+      } else {  // [X, E, 2I]: gate row r is column 2r, up row r column 2r + 1
+        b.add_shaped(t.name, t.dims(), base, {X, E, 2 * I}).gather = {
+            .slab = E * 2 * I, .offset = gate ? 0 : 1, .row_step = 2, .col_step = 2 * I};
+      }
+      return true;
+    }
+    case TensorId::ffn_gate_exps_bias:
+    case TensorId::ffn_up_exps_bias:  // [X, 2I]: expert e's gate biases at even, up at odd
+      b.add_shaped(t.name, t.dims(), experts + "gate_up_proj_bias", {X, 2 * I}).gather = {
+          .slab = 2 * I, .offset = gate ? 0 : 1, .row_step = 0, .col_step = 2};
+      return true;
+    case TensorId::ffn_down_exps_bias: b.add(t.name, t.dims(), experts + "down_proj_bias"); return true;
+    default: return false;
+  }
 }
 
 // Every tensor of the table the config has, from the checkpoint under `prefix`
@@ -269,6 +341,9 @@ HfSource hf_source(const model::ModelConfig& c, model::TensorId id, float qk_sca
 void map_tensors(Builder& b, const std::string& prefix, float qk_scale) {
   const model::ModelConfig& c = b.plan.config;
   for (const model::TensorShape& t : model::weight_tensors(c)) {
+    if (c.arch == model::Arch::gpt_oss && t.layer >= 0 &&
+        map_gpt_oss_experts(b, t, prefix + "layers." + std::to_string(t.layer) + "."))
+      continue;
     const HfSource src = hf_source(c, t.id, qk_scale);
     if (src.computed) {
       SQZ_CHECK(static_cast<int64_t>(b.plan.rope_freqs.size()) == t.ne0, "convert: ", t.name, " needs ", t.ne0,
@@ -383,6 +458,43 @@ void plan_qwen3moe(const HfConfig& h, ConvertPlan& p, float&) {
     fail(h.where(), ": no layer has experts (mlp_only_layers and decoder_sparse_step leave none)");
 }
 
+// gpt-oss: attention with biases and sinks, [L G] layers of window sliding_window, YaRN,
+// every layer 32 (or 128) experts with biases and the clamped SwiGLU.
+void plan_gpt_oss(const HfConfig& h, ConvertPlan& p, float&) {
+  model::ModelConfig& c = p.config;
+  read_common(h, c, /*qkv_bias=*/true);
+  if (!h.boolean_or("attention_bias", true)) fail(h.where(), ": \"attention_bias\" is false; gpt-oss has biases");
+  model::set_arch_defaults(c, model::Arch::gpt_oss);
+  // GGUF has no keys for the SwiGLU's constants: llama.cpp hard-codes them, so must a file.
+  if (h.number_or("swiglu_limit", 7.0) != 7.0 || h.number_or("swiglu_alpha", 1.702) != 1.702)
+    fail(h.where(), ": swiglu_limit / swiglu_alpha differ from gpt-oss's 7 / 1.702, which GGUF readers assume");
+  c.rms_eps = static_cast<float>(h.number_or("rms_norm_eps", 1e-5));
+  c.n_expert = h.integer("num_local_experts");
+  c.n_expert_used = h.integer("num_experts_per_tok");
+  c.n_ff_exp = c.n_ff;
+  c.expert_weights_norm = true;  // a softmax over the chosen k
+  c.layer_kinds.assign(static_cast<size_t>(c.n_layer), model::LayerKind{.ffn = model::Ffn::moe});
+  c.sliding_window = h.integer("sliding_window");
+  c.is_local = h.layer_types(c.n_layer).value_or(model::period_pattern(c.n_layer, 2));
+  const HfConfig::Rope r = h.rope("full_attention", 150000.0);
+  c.rope_base_global = c.rope_base_local = static_cast<float>(r.theta);
+  if (r.type == "yarn") {
+    if (r.has_mscale) fail(h.where(), ": YaRN's mscale / mscale_all_dim are not supported");
+    c.yarn_original_context = static_cast<int64_t>(r.original_context);
+    c.yarn_factor = static_cast<float>(r.has_factor ? r.factor : static_cast<double>(c.n_ctx) / r.original_context);
+    c.yarn_beta_fast = static_cast<float>(r.beta_fast);
+    c.yarn_beta_slow = static_cast<float>(r.beta_slow);
+    c.yarn_attn_factor = static_cast<float>(r.attention_factor);
+    if (r.truncate != c.yarn_truncate)
+      fail(h.where(), ": YaRN truncate is ", r.truncate ? "true" : "false", "; a gpt-oss GGUF can only say ",
+           c.yarn_truncate ? "true" : "false");
+  } else if (r.type != "default") {
+    fail(h.where(), ": rope_type '", r.type, "' is not supported for gpt-oss (yarn, default)");
+  }
+  if (h.boolean_or("tie_word_embeddings", false)) fail(h.where(), ": tie_word_embeddings is true; gpt-oss has an untied head");
+  c.tied_output = false;
+}
+
 void plan_gemma3(const HfConfig& h, ConvertPlan& p, float&) {
   model::ModelConfig& c = p.config;
   read_common(h, c);
@@ -460,6 +572,7 @@ constexpr HfClass kHfClasses[] = {
     {"Qwen2ForCausalLM", nullptr, "model.", plan_qwen2},
     {"Qwen3ForCausalLM", nullptr, "model.", plan_qwen3},
     {"Qwen3MoeForCausalLM", nullptr, "model.", plan_qwen3moe},
+    {"GptOssForCausalLM", nullptr, "model.", plan_gpt_oss},
     {"Gemma3ForCausalLM", nullptr, "model.", plan_gemma3},
     {"MuseGlimmerForConditionalGeneration", "text_config", "model.language_model.", plan_muse_glimmer},
 };
@@ -522,7 +635,7 @@ ConvertPlan plan_conversion(const safetensors::Checkpoint& ckpt) {
   }
   // Experts saved in transformers 5's fused layout keep their gate/up tensor fused
   // (ffn_gate_up_exps, gate rows first, as llama.cpp reads it).
-  for (int64_t il = 0; il < p.config.n_layer; ++il)
+  for (int64_t il = 0; il < p.config.n_layer && p.config.arch != model::Arch::gpt_oss; ++il)
     if (p.config.layer_kind(il).ffn == model::Ffn::moe) {
       p.config.fused_gate_up_exps =
           ckpt.find(hf.tensor_prefix + "layers." + std::to_string(il) + ".mlp.experts.gate_up_proj") != nullptr;

@@ -32,7 +32,21 @@ struct TensorPlan {
   // A stack of experts from one source tensor per expert, in expert-id order (hf_name is
   // the first); empty: hf_name holds every row (a fused [E, rows, cols] source included).
   std::vector<std::string> expert_sources = {};
+  // gpt-oss's experts are stored x·W, [E, in, out], gate and up interleaved along out: a
+  // strided gather. With rows_per_expert = dims[1] of a 3-D tensor (1 otherwise), element j of
+  // GGUF row R = e·rows_per_expert + r is source element e·slab + offset + r·row_step + j·col_step.
+  struct Gather {
+    int64_t slab = 0;  // 0: no gather
+    int64_t offset = 0, row_step = 0, col_step = 0;
+  } gather = {};
+  // An OpenAI MXFP4 checkpoint's `*_blocks` (hf_name, uint8 [E, out, in/32, 16]) and
+  // `*_scales` (uint8 [E, out, in/32]), repacked into GGUF MXFP4 rows: GGUF row r of expert e
+  // is source row mxfp4_row_offset + r·mxfp4_row_step of expert e (gate: even, up: odd rows).
+  std::string mxfp4_scales = {};
+  int64_t mxfp4_row_offset = 0, mxfp4_row_step = 1;
   bool is_norm() const { return dims.size() == 1; }
+  // Vectors and biases (gpt-oss's per-expert biases are 2-D) stay F32, as llama.cpp writes them.
+  bool stays_f32() const { return is_norm() || gguf_name.ends_with(".bias"); }
   int64_t rows() const { return (dims.size() > 1 ? dims[1] : 1) * (dims.size() > 2 ? dims[2] : 1); }
 };
 

@@ -9,8 +9,9 @@ namespace {
 
 // Periods: glimmer [L L L G]; gemma3 llama.cpp's hard-coded [L×5 G]; muse-glimmer llama.cpp's
 // fallback (its converter always writes the per-layer array); llama and the qwen family all
-// global (llama.cpp runs no sliding window for them; model-families.md §9.16).
-constexpr std::array<ArchInfo, 7> kArchs = {{
+// global (llama.cpp runs no sliding window for them; model-families.md §9.16); gpt-oss
+// [L G] (llama.cpp's load_swa_pattern(2): layer 0 slides).
+constexpr std::array<ArchInfo, 8> kArchs = {{
     {Arch::glimmer, "glimmer", 4, WindowKey::optional},
     {Arch::llama, "llama", 0, WindowKey::none},
     {Arch::gemma3, "gemma3", 6, WindowKey::required},
@@ -18,6 +19,7 @@ constexpr std::array<ArchInfo, 7> kArchs = {{
     {Arch::qwen2, "qwen2", 0, WindowKey::none},
     {Arch::qwen3, "qwen3", 0, WindowKey::none},
     {Arch::qwen3moe, "qwen3moe", 0, WindowKey::none},
+    {Arch::gpt_oss, "gpt-oss", 2, WindowKey::required},
 }};
 
 }  // namespace

@@ -11,7 +11,7 @@
 
 namespace squeeze::model {
 
-enum class Arch : uint8_t { glimmer, llama, gemma3, muse_glimmer, qwen2, qwen3, qwen3moe };
+enum class Arch : uint8_t { glimmer, llama, gemma3, muse_glimmer, qwen2, qwen3, qwen3moe, gpt_oss };
 
 // Whether an architecture's files carry a sliding window (llama.cpp's requirements).
 enum class WindowKey : uint8_t { none, optional, required };
@@ -29,7 +29,7 @@ const ArchInfo& arch_info(Arch a);
 inline std::string_view arch_name(Arch a) { return arch_info(a).name; }
 // The architecture of a general.architecture value; nullopt when squeeze does not run it.
 std::optional<Arch> parse_arch(std::string_view name);
-// "glimmer, llama, gemma3, muse-glimmer, qwen2, qwen3, qwen3moe", for messages.
+// "glimmer, llama, gemma3, muse-glimmer, qwen2, qwen3, qwen3moe, gpt-oss", for messages.
 std::string supported_archs();
 
 }  // namespace squeeze::model

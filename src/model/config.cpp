@@ -14,7 +14,9 @@ const char* norm_placement_name(NormPlacement p) {
   return p == NormPlacement::pre ? "pre" : p == NormPlacement::post ? "post" : "pre+post";
 }
 
-const char* ffn_activation_name(FfnActivation a) { return a == FfnActivation::silu ? "SwiGLU" : "GeGLU-tanh"; }
+const char* ffn_activation_name(FfnActivation a) {
+  return a == FfnActivation::silu ? "SwiGLU" : a == FfnActivation::gelu_tanh ? "GeGLU-tanh" : "SwiGLU-OAI (clamped)";
+}
 
 void set_arch_defaults(ModelConfig& c, Arch arch) {
   c.arch = arch;
@@ -30,7 +32,15 @@ void set_arch_defaults(ModelConfig& c, Arch arch) {
   c.post_norm_eps = 0.0f;
   c.nope_global = false;
   c.logit_scale = 1.0f;
-  c.attn_bias = arch == Arch::qwen2;
+  c.attn_bias = arch == Arch::qwen2 || arch == Arch::gpt_oss;
+  c.attn_output_bias = c.attn_sinks = c.expert_bias = c.ffn_norm_post_attention_name = arch == Arch::gpt_oss;
+  c.yarn_truncate = arch != Arch::gpt_oss;  // gpt-oss's config says truncate: false
+  if (arch == Arch::gpt_oss) {
+    c.rope_type = RopeType::neox;
+    c.ffn_activation = FfnActivation::swiglu_oai;
+    c.is_local = period_pattern(c.n_layer, arch_info(arch).default_pattern_period);
+    return;
+  }
   if (arch == Arch::qwen2 || arch == Arch::qwen3 || arch == Arch::qwen3moe) {
     c.rope_type = RopeType::neox;
     c.qk_norm = arch != Arch::qwen2;
@@ -68,6 +78,38 @@ void set_arch_defaults(ModelConfig& c, Arch arch) {
 
 float ModelConfig::effective_attn_scale() const {
   return attn_scale > 0 ? attn_scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+}
+
+// transformers' _compute_yarn_parameters: the correction dims of β rotations, the linear
+// ramp between them (with 0.001 added to a zero-width range), and the blend of the
+// extrapolated and interpolated inverse frequencies, as divisors of θ^(−2i/d).
+std::vector<float> ModelConfig::yarn_divisors() const {
+  if (yarn_factor <= 0) return {};
+  const double d = static_cast<double>(head_dim), base = rope_base_global;
+  const auto corr = [&](double rotations) {
+    return d * std::log(static_cast<double>(yarn_original_context) / (rotations * 2.0 * M_PI)) / (2.0 * std::log(base));
+  };
+  double low = corr(yarn_beta_fast), high = corr(yarn_beta_slow);
+  if (yarn_truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, d - 1);
+  if (low == high) high += 0.001;
+  std::vector<float> out;
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+    // inv_freq = extrapolated·(1 − ramp) + extrapolated/factor·ramp.
+    out.push_back(static_cast<float>(1.0 / ((1.0 - ramp) + ramp / yarn_factor)));
+  }
+  return out;
+}
+
+float ModelConfig::yarn_mscale() const {
+  if (yarn_factor <= 0) return 1.0f;
+  if (yarn_attn_factor > 0) return yarn_attn_factor;
+  return yarn_factor <= 1 ? 1.0f : static_cast<float>(0.1 * std::log(static_cast<double>(yarn_factor)) + 1.0);
 }
 
 bool ModelConfig::has_llama_options() const {
@@ -111,6 +153,21 @@ void ModelConfig::validate() const {
             rope_base_local, ")");
   SQZ_CHECK(std::isfinite(rope_freq_scale) && rope_freq_scale > 0 && rope_freq_scale <= 1, who,
             ": rope_freq_scale must be in (0, 1] (got ", rope_freq_scale, ")");
+  SQZ_CHECK(!ffn_norm_post_attention_name || norm_placement == NormPlacement::pre, who,
+            ": a pre-FFN norm named post_attention_norm needs the pre-norm placement");
+  if (yarn_factor != 0) {
+    SQZ_CHECK(std::isfinite(yarn_factor) && yarn_factor >= 1, who, ": the YaRN factor must be at least 1 (got ",
+              yarn_factor, ")");
+    SQZ_CHECK(yarn_original_context > 0 && yarn_original_context <= (int64_t{1} << 24), who,
+              ": YaRN needs the original context length (got ", yarn_original_context, ")");
+    SQZ_CHECK(std::isfinite(yarn_beta_fast) && std::isfinite(yarn_beta_slow) && yarn_beta_fast > 0 &&
+                  yarn_beta_slow > 0,
+              who, ": YaRN's beta_fast and beta_slow must be positive");
+    SQZ_CHECK(std::isfinite(yarn_attn_factor) && yarn_attn_factor >= 0, who,
+              ": the YaRN attention factor must be >= 0 (got ", yarn_attn_factor, ")");
+    SQZ_CHECK(!rope_freq_factors && rope_freq_scale == 1.0f, who,
+              ": YaRN cannot be combined with linear RoPE scaling or rope_freqs divisors");
+  }
   SQZ_CHECK(sliding_window >= 0 && sliding_window <= (int64_t{1} << 24), who,
             ": sliding_window must be in [0, 2^24] (got ", sliding_window, ")");
   SQZ_CHECK(static_cast<int64_t>(is_local.size()) == n_layer, who, ": is_local has ", is_local.size(),
@@ -207,7 +264,7 @@ ModelConfig glimmer(std::string name, int64_t n_layer, int64_t n_embd, int64_t n
 std::vector<std::string> builtin_config_names() {
   return {"glimmer-30b",  "glimmer-1b",  "glimmer-tiny", "llama-1b",         "kjv-teacher",      "glimmer-kjv",
           "smollm2-135m", "gemma3-270m", "gemma3-tiny",  "muse-glimmer-30b", "muse-glimmer-tiny",
-          "llama3.2-1b",  "qwen3-4b",    "qwen3-30b-a3b", "qwen3moe-tiny"};
+          "llama3.2-1b",  "qwen3-4b",    "qwen3-30b-a3b", "qwen3moe-tiny",    "gpt-oss-20b",      "gpt-oss-tiny"};
 }
 
 ModelConfig builtin_config(std::string_view name) {
@@ -317,6 +374,30 @@ ModelConfig builtin_config(std::string_view name) {
     c.is_local = all_global_pattern(c.n_layer);
     c.layer_kinds.assign(static_cast<size_t>(c.n_layer), LayerKind{.ffn = Ffn::moe});
     if (tiny) c.layer_kinds[2].ffn = Ffn::dense;
+    return c;
+  }
+  if (name == "gpt-oss-20b" || name == "gpt-oss-tiny") {
+    // gpt-oss-20b (model-families.md §1, §5): 24 layers [L G], 2880 wide, 64/8 heads of 64,
+    // 32 experts of FFN 2880 with 4 routed per token, window 128, YaRN factor 32 over 4096
+    // positions (untruncated), RoPE base 150000, vocabulary 201088, untied. gpt-oss-tiny: the
+    // same options at test size, a window of 8 so that prompts wrap the local rings.
+    const bool tiny = name == "gpt-oss-tiny";
+    ModelConfig c;
+    c.name = std::string(name);
+    if (tiny) {
+      c.n_layer = 4, c.n_embd = 64, c.n_head = 4, c.n_head_kv = 2, c.head_dim = 16;
+      c.n_ff = 32, c.n_vocab = 512, c.n_ctx = 512, c.sliding_window = 8;
+      c.n_expert = 5, c.n_expert_used = 2, c.n_ff_exp = 32;
+    } else {
+      c.n_layer = 24, c.n_embd = 2880, c.n_head = 64, c.n_head_kv = 8, c.head_dim = 64;
+      c.n_ff = 2880, c.n_vocab = 201088, c.n_ctx = 131072, c.sliding_window = 128;
+      c.n_expert = 32, c.n_expert_used = 4, c.n_ff_exp = 2880;
+    }
+    set_arch_defaults(c, Arch::gpt_oss);
+    c.rms_eps = 1e-5f;
+    c.rope_base_global = c.rope_base_local = 150000.0f;
+    c.yarn_factor = 32.0f, c.yarn_original_context = 4096;
+    c.layer_kinds.assign(static_cast<size_t>(c.n_layer), LayerKind{.ffn = Ffn::moe});
     return c;
   }
   if (name == "gemma3-270m" || name == "gemma3-tiny") {

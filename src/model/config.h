@@ -33,8 +33,9 @@ enum class NormPlacement { pre, post, both };
 const char* norm_placement_name(NormPlacement p);
 
 // Gated FFN: down(act(gate(h)) · up(h)); silu = SwiGLU (llama), gelu_tanh = GeGLU with
-// the tanh approximation (Gemma).
-enum class FfnActivation { silu, gelu_tanh };
+// the tanh approximation (Gemma), swiglu_oai = gpt-oss's clamped SwiGLU:
+// g = min(gate, 7), u = clamp(up, −7, 7), (u + 1) · g · σ(1.702 g).
+enum class FfnActivation { silu, gelu_tanh, swiglu_oai };
 const char* ffn_activation_name(FfnActivation a);
 
 // What a layer mixes its tokens with, and what its feed-forward sublayer is: attention or
@@ -66,6 +67,16 @@ struct ModelConfig {
   // (Llama 3.x's scaling, precomputed by the converter).
   float rope_freq_scale = 1.0f;
   bool rope_freq_factors = false;
+  // YaRN (gpt-oss; model-families.md §5) as transformers computes it: per pair i, the
+  // frequency blends θ^(−2i/d) and θ^(−2i/d)/factor by a ramp over the correction range
+  // [corr(beta_fast), corr(beta_slow)] (floored/ceiled when yarn_truncate), and cos/sin are
+  // scaled by the attention factor (0: 0.1·ln(factor) + 1). yarn_factor 0: no YaRN.
+  float yarn_factor = 0.0f;
+  int64_t yarn_original_context = 0;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+  float yarn_attn_factor = 0.0f;
+  bool yarn_truncate = true;
   int64_t sliding_window = 0;  // tokens a local layer sees; 0 = no local layers
   std::vector<bool> is_local;  // per layer; size n_layer
   bool tied_output = false;    // output head shares token_embd
@@ -92,6 +103,9 @@ struct ModelConfig {
   bool attn_output_bias = false;       // output projection bias (gpt-oss)
   bool fused_qkv = false;              // one attn_qkv [n_embd, q_dim + 2·kv_dim] instead of attn_q/k/v
   bool attn_sinks = false;             // a sink logit per query head (gpt-oss)
+  // The pre-FFN norm is stored as post_attention_norm, not ffn_norm (gpt-oss, Qwen3.5).
+  bool ffn_norm_post_attention_name = false;
+  bool expert_bias = false;            // router and expert gate/up/down biases (gpt-oss)
   int64_t n_expert = 0;                // experts of an Ffn::moe layer
   int64_t n_expert_used = 0;           // experts each token is routed to
   int64_t n_ff_exp = 0;                // an expert's intermediate size
@@ -110,6 +124,10 @@ struct ModelConfig {
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
   float effective_attn_scale() const;  // attn_scale, or 1/sqrt(head_dim) when 0
+  // YaRN: the per-pair frequency divisors (head_dim / 2 of them) and the factor cos/sin are
+  // multiplied by; empty and 1 without YaRN.
+  std::vector<float> yarn_divisors() const;
+  float yarn_mscale() const;
   float effective_post_norm_eps() const { return post_norm_eps > 0 ? post_norm_eps : rms_eps; }
   bool uses_rope(int64_t layer) const { return !nope_global || is_local[static_cast<size_t>(layer)]; }
   LayerKind layer_kind(int64_t layer) const {
@@ -137,6 +155,9 @@ struct ModelConfig {
 //   qwen3: llama's options with RoPE NeoX and QK-norm;
 //   qwen3moe: qwen3's (its layer kinds, dense or experts, are the caller's: GGUF files say it
 //           by which layers hold a router);
+//   gpt-oss: pre-norm (the pre-FFN norm named post_attention_norm), RoPE NeoX, Q/K/V and
+//           output biases, sinks, router and expert biases, clamped SwiGLU, [L G] pattern,
+//           YaRN untruncated; no QK-norm;
 //   muse-glimmer: pre+post norms (post eps 1e-8), QK-norm (the Q scale lives in the q-norm
 //           weights), SwiGLU, RoPE normal on local layers only (NoPE global), embedding
 //           RMSNorm, sigmoid attention output gate, untied head, soft-cap 20, logit scale

@@ -64,9 +64,36 @@ void rope_rows(float* x, int64_t n, int64_t pos0, int64_t n_heads, const ModelCo
     ops().rope(x + i * n_heads * c.head_dim,
                {.n_heads = n_heads, .head_dim = c.head_dim, .rot_dim = c.head_dim, .position = pos0 + i,
                 .freq_base = base, .freq_scale = c.rope_freq_scale,
-                .freq_factors = c.rope_freq_factors ? w.rope_freqs.data() : nullptr,
+                .freq_factors = w.rope_freqs.empty() ? nullptr : w.rope_freqs.data(),
                 .style = c.rope_type == RopeType::neox ? kernels::cpu::RopeStyle::NeoX : kernels::cpu::RopeStyle::Normal});
   }
+}
+
+// gpt-oss's clamped SwiGLU, in place into gate: g = min(gate, 7), u = clamp(up, −7, 7),
+// (u + 1) · g · σ(1.702 g) (transformers' GptOssExperts; llama.cpp hard-codes the same
+// alpha and limit). Plain scalar code: it runs on the few routed rows only.
+void swiglu_oai(float* gate, const float* up, int64_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit), u = std::clamp(up[i], -kLimit, kLimit);
+    gate[i] = (u + 1.0f) * (g / (1.0f + std::exp(-kAlpha * g)));
+  }
+}
+
+// Gated activation of n values in place into gate, by the config's kind.
+void gated_activation(FfnActivation a, float* gate, const float* up, int64_t n) {
+  switch (a) {
+    case FfnActivation::silu: ops().swiglu(gate, up, gate, n); return;  // silu(gate)·up
+    case FfnActivation::gelu_tanh: ops().geglu(gate, up, gate, n); return;  // gelu(gate)·up
+    case FfnActivation::swiglu_oai: swiglu_oai(gate, up, n); return;
+  }
+}
+
+// y[n, width] += expert e's bias, biases[e·width, (e+1)·width).
+void add_expert_bias(float* y, const std::vector<float>& biases, int e, int64_t width, int64_t n) {
+  const float* b = biases.data() + static_cast<int64_t>(e) * width;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < width; ++j) y[i * width + j] += b[j];
 }
 
 // y[n, width] += b[width] (a projection's bias).
@@ -135,9 +162,7 @@ std::string forward_support_error(const ModelConfig& c) {
   };
   lacks(c.has_layer_kind(Mixer::linear_attention), "linear-attention layers");
   lacks(c.n_ff_shexp > 0, "a shared expert");
-  lacks(c.attn_output_bias, "an attention output bias");
   lacks(c.fused_qkv, "a fused Q/K/V tensor");
-  lacks(c.attn_sinks, "attention sinks");
   if (missing.empty()) return {};
   return "the forward pass does not implement " + missing + " yet";
 }
@@ -168,6 +193,9 @@ class StepRunner {
         pre_norm_(c_.norm_placement != NormPlacement::post),
         post_norm_(c_.norm_placement != NormPlacement::pre),
         post_eps_(c_.effective_post_norm_eps()),
+        // YaRN scales cos and sin by its attention factor m for q and k alike: m² on the scores.
+        attn_scale_(c_.yarn_factor > 0 ? c_.effective_attn_scale() * c_.yarn_mscale() * c_.yarn_mscale()
+                                       : c_.attn_scale),
         row0_(chunks.size()),
         pos0_(chunks.size()) {
     if (prof_) lap_ = Clock::now();
@@ -236,7 +264,8 @@ class StepRunner {
       cache.append(il, {.k = k + row0_[s] * KD, .v = v + row0_[s] * KD, .n = chunks_[s].n});
       kernels::cpu::attention(pool_,
                               {.n_heads = c_.n_head, .n_kv_heads = c_.n_head_kv, .head_dim = c_.head_dim,
-                               .window = local ? c_.sliding_window : 0, .scale = c_.attn_scale,
+                               .window = local ? c_.sliding_window : 0, .scale = attn_scale_,
+                               .sinks = c_.attn_sinks ? L.attn_sinks.data() : nullptr,
                                .batch_invariant = invariant_},
                               cache.view(il),
                               {.q = q + row0_[s] * QD, .out = attn + row0_[s] * QD, .n_queries = chunks_[s].n,
@@ -253,6 +282,7 @@ class StepRunner {
     mark(StepOp::qkv);
     float* proj = scratch_.proj.data();
     linear(pool_, L.wo, attn, n_, proj, invariant_);  // proj[n, E]
+    if (c_.attn_output_bias) add_bias_rows(proj, L.bo, n_);
     mark(StepOp::out_proj);
     add_sublayer_output(il, L.post_attn_norm, "attn_post_norm", "attn_residual");
   }
@@ -265,11 +295,7 @@ class StepRunner {
     const float* in = sublayer_input(il, L.ffn_norm, "ffn_norm");
     linear_many(pool_, {{&L.w_gate, gate}, {&L.w_up, up}}, in, n_, invariant_);  // gate[n, F], up[n, F]
     mark(StepOp::ffn_up);
-    if (c_.ffn_activation == FfnActivation::gelu_tanh) {
-      ops().geglu(gate, up, gate, n_ * F);  // gate = gelu(gate)·up
-    } else {
-      ops().swiglu(gate, up, gate, n_ * F);  // gate = silu(gate)·up
-    }
+    gated_activation(c_.ffn_activation, gate, up, n_ * F);
     dump_layer(il, "ffn_act", gate, n_, F);
     mark(StepOp::ffn_act);
     linear(pool_, L.w_down, gate, n_, proj, invariant_);  // proj[n, E]
@@ -289,6 +315,9 @@ class StepRunner {
     const float* in = sublayer_input(il, L.ffn_norm, "ffn_norm");
     float* logits = scratch_.moe_logits.data();
     linear(pool_, L.router, in, n_, logits, invariant_);  // logits[n, X]
+    // gpt-oss takes the top-k of the biased logits and a softmax over those k: the same
+    // gates as a softmax over all X renormalised over the k (model-families.md §9.1).
+    if (c_.expert_bias) add_bias_rows(logits, L.router_bias, n_);
     dump_layer(il, "ffn_moe_logits", logits, n_, X);
     const mok::ExpertSelection sel{
         .n_experts = X, .top_k = K, .scoring = mok::Scoring::Softmax, .normalize = c_.expert_weights_norm};
@@ -320,10 +349,15 @@ class StepRunner {
       for (int64_t j = 0; j < m; ++j) std::copy_n(in + (slots[j] / K) * E, E, xe + j * E);  // xe[m, E]
       const ExpertFfn f = expert_ffn(L, e);
       linear_many(pool_, {{&f.gate, ge}, {&f.up, ue}}, xe, m, invariant_);  // ge[m, I], ue[m, I]
+      if (c_.expert_bias) {
+        add_expert_bias(ge, L.gate_exps_bias, e, I, m);
+        add_expert_bias(ue, L.up_exps_bias, e, I, m);
+      }
       mark(StepOp::ffn_up);
-      ops().swiglu(ge, ue, ge, m * I);
+      gated_activation(c_.ffn_activation, ge, ue, m * I);
       mark(StepOp::ffn_act);
       linear(pool_, f.down, ge, m, ye, invariant_);  // ye[m, E]
+      if (c_.expert_bias) add_expert_bias(ye, L.down_exps_bias, e, E, m);  // before the gate weight
       for (int64_t j = 0; j < m; ++j) ops().axpy(gates[slots[j]], ye + j * E, proj + (slots[j] / K) * E, E);
       mark(StepOp::ffn_down);
     }
@@ -448,7 +482,7 @@ class StepRunner {
   const bool invariant_, dumping_;
   StepProfile* const prof_;
   const bool pre_norm_, post_norm_;
-  const float post_eps_;
+  const float post_eps_, attn_scale_;
   std::vector<int64_t> row0_, pos0_;
   Clock::time_point lap_{};
 };

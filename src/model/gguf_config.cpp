@@ -27,6 +27,10 @@ int64_t positive(const gguf::Metadata& m, const std::string& k, int64_t v) {
 // layers, dense FFNs — or, for qwen3moe, expert FFNs (separate or fused gate/up) — and none
 // of the biases, fused Q/K/V, sinks or shared experts the later families add keys for.
 bool layout_has_keys(const ModelConfig& c) {
+  if (c.arch == Arch::gpt_oss)  // its options are the architecture's own (set_arch_defaults)
+    return std::all_of(c.layer_kinds.begin(), c.layer_kinds.end(),
+                       [](const LayerKind& k) { return k == LayerKind{.ffn = Ffn::moe}; }) &&
+           !c.layer_kinds.empty() && !c.fused_qkv && c.n_ff_shexp == 0;
   const bool experts = c.arch == Arch::qwen3moe;
   const bool kinds_ok = std::all_of(c.layer_kinds.begin(), c.layer_kinds.end(), [&](const LayerKind& k) {
     return k.mixer == Mixer::attention && (k.ffn == Ffn::dense || experts);
@@ -62,6 +66,31 @@ void read_experts(const gguf::File& file, std::string_view a, ModelConfig& c) {
   }
 }
 
+// YaRN: factor, original context and β's as llama.cpp's converter writes them. GGUF has no
+// key for transformers' `truncate`: gpt-oss's config says false, every other model's
+// default is true (set_arch_defaults), which is also what llama.cpp always does.
+void read_yarn(const gguf::File& file, std::string_view a, ModelConfig& c) {
+  const gguf::Metadata& m = file.metadata();
+  const std::string factor_key = key(a, "rope.scaling.factor"), orig_key = key(a, "rope.scaling.original_context_length");
+  c.yarn_factor = m.get_f32(factor_key);
+  if (!(c.yarn_factor >= 1.0f) || !std::isfinite(c.yarn_factor))
+    m.fail_key(factor_key, "must be at least 1 (a context extension)");
+  c.yarn_original_context = positive(m, orig_key, m.get_i64(orig_key));
+  const auto beta = [&](const char* suffix, float fallback) {
+    const std::string k = key(a, suffix);
+    const float v = m.get_f32_or(k, fallback);
+    if (!(v > 0) || !std::isfinite(v)) m.fail_key(k, "must be positive");
+    return v;
+  };
+  c.yarn_beta_fast = beta("rope.scaling.yarn_beta_fast", 32.0f);
+  c.yarn_beta_slow = beta("rope.scaling.yarn_beta_slow", 1.0f);
+  const std::string attn_key = key(a, "rope.scaling.yarn_attn_factor");
+  c.yarn_attn_factor = m.get_f32_or(attn_key, 0.0f);
+  if (!(c.yarn_attn_factor >= 0) || !std::isfinite(c.yarn_attn_factor)) m.fail_key(attn_key, "must be positive");
+  if (file.find_tensor(tensor_name(TensorId::rope_freqs)) != nullptr)
+    fail(file.path(), ": tensor 'rope_freqs.weight' beside YaRN scaling (squeeze runs one or the other)");
+}
+
 // RoPE scaling as llama.cpp reads it: `rope.scaling.factor` (or the older
 // `rope.scale_linear`) divides positions whatever the type says, `rope.scaling.type` names
 // the method; the Llama 3.x divisors come as the `rope_freqs` tensor.
@@ -69,9 +98,13 @@ void read_rope_scaling(const gguf::File& file, std::string_view a, ModelConfig& 
   const gguf::Metadata& m = file.metadata();
   const std::string type_key = key(a, "rope.scaling.type");
   const std::string type = m.get_string_or(type_key, "none");
-  if (type == "yarn" || type == "longrope")
-    m.fail_key(type_key, "is '" + type + "', which squeeze does not implement yet (none, linear)");
-  if (type != "none" && type != "linear") m.fail_key(type_key, "is '" + type + "', an unknown RoPE scaling (none, linear)");
+  if (type == "longrope") m.fail_key(type_key, "is 'longrope', which squeeze does not implement yet (none, linear, yarn)");
+  if (type != "none" && type != "linear" && type != "yarn")
+    m.fail_key(type_key, "is '" + type + "', an unknown RoPE scaling (none, linear, yarn)");
+  if (type == "yarn") {
+    read_yarn(file, a, c);
+    return;
+  }
   std::string factor_key = key(a, "rope.scaling.factor");
   std::optional<float> factor = m.get_f32_opt(factor_key);
   if (!factor) {
@@ -117,11 +150,11 @@ ModelConfig config_from_gguf(const gguf::File& file) {
   // The architecture's options and defaults (RoPE type, norms, activation, scales) follow
   // from general.architecture alone, as in llama.cpp; keys below refine them.
   set_arch_defaults(c, A);
-  if (A == Arch::qwen3moe) read_experts(file, a, c);
+  if (A == Arch::qwen3moe || A == Arch::gpt_oss) read_experts(file, a, c);
   c.rms_eps = m.get_f32_or(key(a, "attention.layer_norm_rms_epsilon"), 1e-5f);
   c.rope_base_global = m.get_f32_or(key(a, "rope.freq_base"), c.rope_base_global);
   // muse-glimmer's local layers use the one base unless the file gives them their own (llama.cpp).
-  if (A == Arch::muse_glimmer) c.rope_base_local = c.rope_base_global;
+  if (A == Arch::muse_glimmer || A == Arch::gpt_oss) c.rope_base_local = c.rope_base_global;
   c.rope_base_local = m.get_f32_or(key(a, "rope.freq_base_swa"), c.rope_base_local);
   if (auto rd = m.get_i64_opt(key(a, "rope.dimension_count")); rd && *rd != c.head_dim)
     m.fail_key(key(a, "rope.dimension_count"), "partial rotary dimensions are not supported");
@@ -221,6 +254,8 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
   SQZ_CHECK(layout_has_keys(c), c.name,
             ": layer kinds, experts, output biases, fused tensors and sinks have no GGUF keys for arch ", a, " yet");
   SQZ_CHECK(A != Arch::qwen3moe || c.has_layer_kind(Ffn::moe), c.name, ": a qwen3moe model needs expert layers");
+  SQZ_CHECK(c.yarn_factor == 0 || c.yarn_truncate == d.yarn_truncate, c.name,
+            ": YaRN's truncation must be arch ", a, "'s to be stored in GGUF");
   SQZ_CHECK(A == Arch::muse_glimmer || c.logit_scale == 1.0f, c.name,
             ": a logit scale needs the muse-glimmer architecture");
   SQZ_CHECK(A != Arch::muse_glimmer || !c.tied_output, c.name, ": muse-glimmer has an untied output head");
@@ -240,12 +275,25 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
     m.set(key(a, "rope.scaling.type"), Value::string("linear"));
     m.set(key(a, "rope.scaling.factor"), Value::f32(1.0f / c.rope_freq_scale));
   }
+  if (c.yarn_factor > 0) {
+    m.set(key(a, "rope.scaling.type"), Value::string("yarn"));
+    m.set(key(a, "rope.scaling.factor"), Value::f32(c.yarn_factor));
+    m.set(key(a, "rope.scaling.original_context_length"), Value::u32(static_cast<uint32_t>(c.yarn_original_context)));
+    m.set(key(a, "rope.scaling.yarn_beta_fast"), Value::f32(c.yarn_beta_fast));
+    m.set(key(a, "rope.scaling.yarn_beta_slow"), Value::f32(c.yarn_beta_slow));
+    if (c.yarn_attn_factor > 0) m.set(key(a, "rope.scaling.yarn_attn_factor"), Value::f32(c.yarn_attn_factor));
+  }
   m.set(key(a, "vocab_size"), Value::u32(static_cast<uint32_t>(c.n_vocab)));
-  if (A == Arch::qwen3moe) {  // which layers have experts, the tensors say (read_experts)
+  if (A == Arch::qwen3moe || A == Arch::gpt_oss) {  // which layers have experts, the tensors say (read_experts)
     m.set(key(a, "expert_count"), Value::u32(static_cast<uint32_t>(c.n_expert)));
     m.set(key(a, "expert_used_count"), Value::u32(static_cast<uint32_t>(c.n_expert_used)));
     m.set(key(a, "expert_feed_forward_length"), Value::u32(static_cast<uint32_t>(c.n_ff_exp)));
-    m.set(key(a, "expert_weights_norm"), Value::boolean(c.expert_weights_norm));
+    // gpt-oss's softmax over the chosen k is a renormalisation; llama.cpp has no key for it.
+    if (A == Arch::qwen3moe) {
+      m.set(key(a, "expert_weights_norm"), Value::boolean(c.expert_weights_norm));
+    } else {
+      SQZ_CHECK(c.expert_weights_norm, c.name, ": gpt-oss renormalises its experts' gates");
+    }
   }
   if (c.attn_scale != d.attn_scale) m.set(key(a, "attention.scale"), Value::f32(c.effective_attn_scale()));
   if (c.final_logit_softcap > 0) m.set(key(a, "final_logit_softcapping"), Value::f32(c.final_logit_softcap));
@@ -271,6 +319,10 @@ void write_config(gguf::Metadata& m, const ModelConfig& c) {
     bool_pattern();
     m.set(key(a, "logit_scale"), Value::f32(c.logit_scale));
     if (c.rope_base_local != c.rope_base_global) m.set(key(a, "rope.freq_base_swa"), Value::f32(c.rope_base_local));
+  } else if (A == Arch::gpt_oss && c.sliding_window > 0) {
+    // As llama.cpp's converter writes gpt-oss: the window only; the [L G] pattern is implied.
+    m.set(key(a, "attention.sliding_window"), Value::u32(static_cast<uint32_t>(c.sliding_window)));
+    if (c.is_local != d.is_local) bool_pattern();
   } else if (arch_info(A).window == WindowKey::required) {
     fail(c.name, ": ", a, " needs a sliding window (llama.cpp requires ", key(a, "attention.sliding_window"), ")");
   } else if (c.n_local_layers() > 0) {

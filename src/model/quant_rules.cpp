@@ -47,6 +47,8 @@ std::optional<QuantPreset> find_quant_preset(std::string_view name_in) {
   if (name == "Q5_0") return QuantPreset{name, GgmlType::Q5_0, GgmlType::Q6_K, false, 8};
   if (name == "Q5_1") return QuantPreset{name, GgmlType::Q5_1, GgmlType::Q6_K, false, 9};
   if (name == "Q6_K") return QuantPreset{name, GgmlType::Q6_K, GgmlType::Q6_K, false, 18};
+  // llama.cpp's MOSTLY_MXFP4_MOE (gpt-oss's release format): experts MXFP4, the rest Q8_0.
+  if (name == "MXFP4_MOE") return QuantPreset{name, GgmlType::Q8_0, GgmlType::Q8_0, false, 38, GgmlType::MXFP4};
   if (auto t = gguf::ggml_type_from_name(name)) return QuantPreset{name, *t, *t, false, mostly_file_type(*t)};
   return std::nullopt;
 }
@@ -86,10 +88,13 @@ bool is_output_head(const TensorRole& t) {
 }
 
 GgmlType preset_tensor_type(const QuantPreset& p, const TensorRole& t) {
-  // Routers stay F32 as llama.cpp keeps them: a few KB per layer that pick every expert.
-  if (t.n_dims < 2 || t.name.find("_norm") != std::string_view::npos || t.name.ends_with(".ffn_gate_inp.weight"))
+  // Routers stay F32 as llama.cpp keeps them: a few KB per layer that pick every expert;
+  // biases too, gpt-oss's per-expert [n_ff_exp, n_expert] ones included.
+  if (t.n_dims < 2 || t.name.find("_norm") != std::string_view::npos || t.name.ends_with(".ffn_gate_inp.weight") ||
+      t.name.ends_with(".bias"))
     return GgmlType::F32;
   if (is_output_head(t)) return p.output;
+  if (p.experts && t.n_dims == 3) return *p.experts;
   if (p.more_bits_rule && t.layer >= 0 && more_bits_layer(t.layer, t.n_layer) &&
       (t.name.ends_with(".attn_v.weight") || t.name.ends_with(".ffn_down.weight") ||
        t.name.ends_with(".ffn_down_exps.weight")))

@@ -29,6 +29,8 @@ struct QuantPreset {
   gguf::GgmlType output;     // output head (token_embd when tied)
   bool more_bits_rule = false;
   uint32_t file_type = 0;    // general.file_type (llama_ftype); 0 when none fits
+  // Stacked expert tensors (3-D); nullopt: the base type. MXFP4_MOE's experts are MXFP4.
+  std::optional<gguf::GgmlType> experts = std::nullopt;
 };
 
 // ASCII upper case ("q4_k_m" -> "Q4_K_M"), for case-insensitive type and preset names.

@@ -20,6 +20,7 @@ bool moe(const ModelConfig& c, int64_t il) { return c.layer_kind(il).ffn == Ffn:
 bool split_qkv(const ModelConfig& c, int64_t il) { return attention(c, il) && !c.fused_qkv; }
 bool fused_qkv(const ModelConfig& c, int64_t il) { return attention(c, il) && c.fused_qkv; }
 bool shared_expert(const ModelConfig& c, int64_t il) { return moe(c, il) && c.n_ff_shexp > 0; }
+bool expert_bias(const ModelConfig& c, int64_t il) { return moe(c, il) && c.expert_bias; }
 
 constexpr auto kAlways = [](const ModelConfig&, int64_t) { return true; };
 constexpr auto kLayer = TensorBlock::mixer;  // shorthand below
@@ -96,7 +97,10 @@ constexpr TensorRow kRows[] = {
      [](const ModelConfig& c, int64_t) { return post_norm(c); }},
     {TensorId::ffn_norm, "ffn_norm", "weight", N, kFfn, true,
      [](const ModelConfig& c) { return Shape{c.n_embd, 1, 1}; },
-     [](const ModelConfig& c, int64_t) { return pre_norm(c); }},
+     [](const ModelConfig& c, int64_t) { return pre_norm(c) && !c.ffn_norm_post_attention_name; }},
+    {TensorId::ffn_norm_post_attention_name, "post_attention_norm", "weight", N, kFfn, true,
+     [](const ModelConfig& c) { return Shape{c.n_embd, 1, 1}; },
+     [](const ModelConfig& c, int64_t) { return pre_norm(c) && c.ffn_norm_post_attention_name; }},
     {TensorId::ffn_gate, "ffn_gate", "weight", M, kFfn, true,
      [](const ModelConfig& c) { return Shape{c.n_embd, c.n_ff, 1}; }, dense},
     {TensorId::ffn_up, "ffn_up", "weight", M, kFfn, true,
@@ -105,6 +109,8 @@ constexpr TensorRow kRows[] = {
      [](const ModelConfig& c) { return Shape{c.n_ff, c.n_embd, 1}; }, dense},
     {TensorId::ffn_gate_inp, "ffn_gate_inp", "weight", M, kFfn, true,
      [](const ModelConfig& c) { return Shape{c.n_embd, c.n_expert, 1}; }, moe},
+    {TensorId::ffn_gate_inp_bias, "ffn_gate_inp", "bias", B, kFfn, true,
+     [](const ModelConfig& c) { return Shape{c.n_expert, 1, 1}; }, expert_bias},
     {TensorId::ffn_gate_exps, "ffn_gate_exps", "weight", M, kFfn, true,
      [](const ModelConfig& c) { return Shape{c.n_embd, c.n_ff_exp, c.n_expert}; },
      [](const ModelConfig& c, int64_t il) { return moe(c, il) && !c.fused_gate_up_exps; }},
@@ -116,6 +122,14 @@ constexpr TensorRow kRows[] = {
      [](const ModelConfig& c, int64_t il) { return moe(c, il) && c.fused_gate_up_exps; }},
     {TensorId::ffn_down_exps, "ffn_down_exps", "weight", M, kFfn, true,
      [](const ModelConfig& c) { return Shape{c.n_ff_exp, c.n_embd, c.n_expert}; }, moe},
+    {TensorId::ffn_gate_exps_bias, "ffn_gate_exps", "bias", B, kFfn, true,
+     [](const ModelConfig& c) { return Shape{c.n_ff_exp, c.n_expert, 1}; },
+     [](const ModelConfig& c, int64_t il) { return expert_bias(c, il) && !c.fused_gate_up_exps; }},
+    {TensorId::ffn_up_exps_bias, "ffn_up_exps", "bias", B, kFfn, true,
+     [](const ModelConfig& c) { return Shape{c.n_ff_exp, c.n_expert, 1}; },
+     [](const ModelConfig& c, int64_t il) { return expert_bias(c, il) && !c.fused_gate_up_exps; }},
+    {TensorId::ffn_down_exps_bias, "ffn_down_exps", "bias", B, kFfn, true,
+     [](const ModelConfig& c) { return Shape{c.n_embd, c.n_expert, 1}; }, expert_bias},
     {TensorId::ffn_gate_inp_shexp, "ffn_gate_inp_shexp", "weight", P, kFfn, true,
      [](const ModelConfig& c) { return Shape{c.n_embd, 1, 1}; }, shared_expert},
     {TensorId::ffn_gate_shexp, "ffn_gate_shexp", "weight", M, kFfn, true,

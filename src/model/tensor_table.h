@@ -42,11 +42,15 @@ enum class TensorId : uint8_t {
   post_attention_norm,
   // FFN sublayer
   ffn_norm,
+  ffn_norm_post_attention_name,           // the same norm stored as post_attention_norm (gpt-oss)
   ffn_gate, ffn_up, ffn_down,             // dense
   ffn_gate_inp,                           // router [n_embd, n_expert]
+  ffn_gate_inp_bias,                      // router bias [n_expert] (gpt-oss)
   ffn_gate_exps, ffn_up_exps,             // stacked experts [n_embd, n_ff_exp, n_expert]
   ffn_gate_up_exps,                       // fused: gate rows first, then up
   ffn_down_exps,                          // [n_ff_exp, n_embd, n_expert]
+  ffn_gate_exps_bias, ffn_up_exps_bias,   // per-expert biases [n_ff_exp, n_expert] (gpt-oss)
+  ffn_down_exps_bias,                     // [n_embd, n_expert]
   ffn_gate_inp_shexp, ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp,  // shared expert
   post_ffw_norm,
   // head

@@ -137,11 +137,16 @@ WeightSlot slot_of(Weights& w, TensorId id, int64_t layer) {
     case TensorId::ssm_norm: return {.values = &l.ssm_norm};
     case TensorId::ssm_out: return {.matrix = &l.ssm_out};
     case TensorId::post_attention_norm: return {.values = &l.post_attn_norm};
-    case TensorId::ffn_norm: return {.values = &l.ffn_norm};
+    case TensorId::ffn_norm:
+    case TensorId::ffn_norm_post_attention_name: return {.values = &l.ffn_norm};
     case TensorId::ffn_gate: return {.matrix = &l.w_gate};
     case TensorId::ffn_up: return {.matrix = &l.w_up};
     case TensorId::ffn_down: return {.matrix = &l.w_down};
     case TensorId::ffn_gate_inp: return {.matrix = &l.router};
+    case TensorId::ffn_gate_inp_bias: return {.values = &l.router_bias};
+    case TensorId::ffn_gate_exps_bias: return {.values = &l.gate_exps_bias};
+    case TensorId::ffn_up_exps_bias: return {.values = &l.up_exps_bias};
+    case TensorId::ffn_down_exps_bias: return {.values = &l.down_exps_bias};
     case TensorId::ffn_gate_exps: return {.experts = &l.gate_exps};
     case TensorId::ffn_up_exps: return {.experts = &l.up_exps};
     case TensorId::ffn_gate_up_exps: return {.experts = &l.gate_up_exps};
@@ -186,6 +191,8 @@ Weights bind_weights(const gguf::File& f, const ModelConfig& c) {
     if (!(d > 0.0f) || !std::isfinite(d))
       fail(f.path(), ": tensor '", tensor_name(TensorId::rope_freqs), "' holds ", d,
            "; RoPE frequency divisors must be positive and finite");
+  // YaRN's blend travels as frequency divisors, like Llama 3's (validate() keeps them apart).
+  if (c.yarn_factor > 0) w.rope_freqs = c.yarn_divisors();
   if (c.tied_output) {
     w.output = w.token_embd;
     if (quant::packs(w.output.type)) jobs.push_back({&w.output, /*keep=*/true});

@@ -52,6 +52,9 @@ struct LayerWeights {
   quant::QMatrix w_down;              // [n_embd, n_ff]
   // Experts (MoE layers)
   quant::QMatrix router;              // [n_expert, n_embd]
+  std::vector<float> router_bias;     // [n_expert] (expert_bias)
+  // Per-expert biases, expert e's at e · rows (expert_bias): gate and up [n_ff_exp], down [n_embd].
+  std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   ExpertStack gate_exps, up_exps;     // [n_ff_exp, n_embd] each
   ExpertStack gate_up_exps;           // [2·n_ff_exp, n_embd] each: gate rows, then up (fused_gate_up_exps)
   ExpertStack down_exps;              // [n_embd, n_ff_exp] each

@@ -3,12 +3,13 @@
 // bit patterns. The static_asserts pin each size to gguf/ggml_type.cpp's geometry.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
 namespace squeeze::quant {
 
-inline constexpr int kQK = 32;     // elements per Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 block
+inline constexpr int kQK = 32;     // elements per Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / MXFP4 block
 inline constexpr int kQK_K = 256;  // elements per K-quant super-block
 inline constexpr int kKScaleBytes = 12;  // packed 6-bit scales+mins of Q4_K/Q5_K
 
@@ -46,6 +47,22 @@ struct BlockQ5_1 {
   uint8_t qh[4];
   uint8_t qs[kQK / 2];
 };
+
+// value = kMxfp4Values[nibble] · e8m0_half(e); nibbles as in Q4_0. The table holds the
+// E2M1 values doubled (so they are integers), hence the halved E8M0 scale. No f16 field:
+// the scale byte comes first and the block is 17 bytes, unaligned in a row.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e − 128) exactly, as ggml's ggml_e8m0_to_fp32_half builds it from bits: e = 0 and 1
+// give the subnormals 2^-128 and 2^-127, e = 255 gives 2^127 (not NaN, as the MX spec
+// would have it).
+constexpr float e8m0_half(uint8_t e) {
+  return std::bit_cast<float>(e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23);
+}
 
 // 8 sub-blocks of 32: value = d*sc[j]*q - dmin*m[j], q in [0,15], sc/m 6-bit packed in
 // `scales`; qs chunk c (32 bytes) holds sub-block 2c (low nibbles) and 2c+1 (high).
@@ -88,6 +105,7 @@ static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);

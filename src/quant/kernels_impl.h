@@ -20,6 +20,7 @@ SQZ_QUANT_REF_DECL(q4_0)
 SQZ_QUANT_REF_DECL(q4_1)
 SQZ_QUANT_REF_DECL(q5_0)
 SQZ_QUANT_REF_DECL(q5_1)
+SQZ_QUANT_REF_DECL(mxfp4)
 SQZ_QUANT_REF_DECL(q4_k)
 SQZ_QUANT_REF_DECL(q5_k)
 SQZ_QUANT_REF_DECL(q6_k)
@@ -31,6 +32,7 @@ void ref_dequantize_q8_k(const void* src, float* y, int64_t n);
 void rtn_quantize_q4_1(const float* x, void* dst, int64_t n);
 void rtn_quantize_q5_0(const float* x, void* dst, int64_t n);
 void rtn_quantize_q5_1(const float* x, void* dst, int64_t n);
+void rtn_quantize_mxfp4(const float* x, void* dst, int64_t n);  // mxfp4_scalar.cpp
 // Round-to-nearest activation quantizers.
 void ref_quantize_act_q8_0(const float* x, void* dst, int64_t n);
 void ref_quantize_act_q8_k(const float* x, void* dst, int64_t n);
@@ -50,6 +52,7 @@ SQZ_QUANT_AVX2_DECL(q4_0)
 SQZ_QUANT_AVX2_DECL(q4_1)
 SQZ_QUANT_AVX2_DECL(q5_0)
 SQZ_QUANT_AVX2_DECL(q5_1)
+SQZ_QUANT_AVX2_DECL(mxfp4)
 SQZ_QUANT_AVX2_DECL(q4_k)
 SQZ_QUANT_AVX2_DECL(q5_k)
 SQZ_QUANT_AVX2_DECL(q6_k)
@@ -60,12 +63,14 @@ void avx2_wrows_q4_0(int64_t n, const void* w, int64_t stride, int nr, const voi
 void avx2_wrows_q4_1(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
 void avx2_wrows_q5_0(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
 void avx2_wrows_q5_1(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
+void avx2_wrows_mxfp4(int64_t n, const void* w, int64_t stride, int nr, const void* a, float* out);
 // nr weight rows × nt Q8_0 activation rows (the GEMM's micro-tile): out[r * nt + t]
 // equals vec_dot of row r and activation t bit for bit.
 void avx2_tile_q4_0(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
 void avx2_tile_q4_1(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
 void avx2_tile_q5_0(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
 void avx2_tile_q5_1(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
+void avx2_tile_mxfp4(int64_t n, const void* w, int64_t ws, int nr, const void* a, int64_t as, int nt, float* out);
 // ---- AVX-512 (F/BW/VL/DQ + VNNI), dot_avx512.cpp; the other types keep their AVX2 kernels ----
 #define SQZ_QUANT_AVX512_DECL(T)                                \
   float avx512_dot_##T(int64_t n, const void* w, const void* a); \
@@ -89,5 +94,6 @@ void avx2_dequantize_q4_0(const void* src, float* y, int64_t n);
 void avx2_dequantize_q4_1(const void* src, float* y, int64_t n);
 void avx2_dequantize_q5_0(const void* src, float* y, int64_t n);
 void avx2_dequantize_q5_1(const void* src, float* y, int64_t n);
+void avx2_dequantize_mxfp4(const void* src, float* y, int64_t n);
 
 }  // namespace squeeze::quant::impl

@@ -29,7 +29,7 @@ double representable_max(GgmlType type) {
     case GgmlType::Q4_K: return kF16Max * 63 * 15;
     case GgmlType::Q5_K: return kF16Max * 63 * 31;
     case GgmlType::Q6_K: return kF16Max * 128 * 32;
-    default: return INFINITY;  // F32, BF16 (f32 range), Q8_K (f32 scale)
+    default: return INFINITY;  // F32, BF16 (f32 range), Q8_K (f32 scale), MXFP4 (E8M0 scales to 2^127)
   }
 }
 

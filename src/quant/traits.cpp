@@ -20,7 +20,7 @@ void ref_multi(int64_t n, const void* w, const void* a, int64_t stride, int nt, 
 
 constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                               GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 #define SQZ_REF_ROW(T, ENUM, NAME, BS, BB, DOT_T, ACT)                                                      \
   QuantTraits{GgmlType::ENUM, Isa::Scalar, NAME, BS, BB, GgmlType::DOT_T, ref_dequantize_##T, ref_quantize_##T, ACT, \
@@ -40,6 +40,7 @@ const std::array kScalar{
     SQZ_REF_ROW(q4_1, Q4_1, "Q4_1", 32, 20, Q8_0, nullptr),
     SQZ_REF_ROW(q5_0, Q5_0, "Q5_0", 32, 22, Q8_0, nullptr),
     SQZ_REF_ROW(q5_1, Q5_1, "Q5_1", 32, 24, Q8_0, nullptr),
+    SQZ_REF_ROW(mxfp4, MXFP4, "MXFP4", 32, 17, Q8_0, nullptr),
     SQZ_REF_ROW(q4_k, Q4_K, "Q4_K", 256, 144, Q8_K, nullptr),
     SQZ_REF_ROW(q5_k, Q5_K, "Q5_K", 256, 176, Q8_K, nullptr),
     SQZ_REF_ROW(q6_k, Q6_K, "Q6_K", 256, 210, Q8_K, nullptr),
@@ -56,6 +57,7 @@ const std::array kAvx2{
     SQZ_AVX2_ROW_W(q4_1, Q4_1, "Q4_1", 32, 20, avx2_dequantize_q4_1),
     SQZ_AVX2_ROW_W(q5_0, Q5_0, "Q5_0", 32, 22, avx2_dequantize_q5_0),
     SQZ_AVX2_ROW_W(q5_1, Q5_1, "Q5_1", 32, 24, avx2_dequantize_q5_1),
+    SQZ_AVX2_ROW_W(mxfp4, MXFP4, "MXFP4", 32, 17, avx2_dequantize_mxfp4),
     SQZ_AVX2_ROW(q4_k, Q4_K, "Q4_K", 256, 144, Q8_K, nullptr, avx2_dequantize_q4_k),
     SQZ_AVX2_ROW(q5_k, Q5_K, "Q5_K", 256, 176, Q8_K, nullptr, ref_dequantize_q5_k),
     SQZ_AVX2_ROW(q6_k, Q6_K, "Q6_K", 256, 210, Q8_K, nullptr, avx2_dequantize_q6_k),
@@ -64,7 +66,7 @@ const std::array kAvx2{
 };
 
 // AVX-512: the AVX2 table with the types dot_avx512.cpp has replaced (the 4-/5-bit
-// 32-element types keep their AVX2 row groups and micro-tiles).
+// 32-element types and MXFP4 keep their AVX2 row groups and micro-tiles).
 const std::array<QuantTraits, kAvx2.size()> kAvx512 = [] {
   auto table = kAvx2;
   for (QuantTraits& t : table) {

@@ -28,7 +28,7 @@ struct QuantTraits {
   int64_t block_size;   // elements per block
   int64_t block_bytes;  // bytes per block
   // The type the activation row must have for vec_dot: Q8_K for K-quants, Q8_0 for
-  // the 32-element types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), F32 for F32/F16/BF16 rows.
+  // the 32-element types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4), F32 for F32/F16/BF16 rows.
   GgmlType dot_type;
 
   // n elements (a multiple of block_size) of src blocks -> f32.
@@ -65,8 +65,8 @@ const QuantTraits* traits_for(GgmlType type, Isa isa);
 const QuantTraits& traits(GgmlType type);
 // True if traits(type) would succeed.
 bool is_supported(GgmlType type);
-// The weight types with kernels (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
-// Q5_K, Q6_K); Q8_K
+// The weight types with kernels (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4,
+// Q4_K, Q5_K, Q6_K); Q8_K
 // has a table too (quantize/dequantize/act) but no dot.
 std::span<const GgmlType> supported_types();
 

@@ -66,7 +66,7 @@ GgmlType parse_tensor_type(const std::string& text, const std::string& what) {
   const auto t = gguf::ggml_type_from_name(text);
   if (!t || !quant::is_supported(*t) || *t == GgmlType::Q8_K)
     fail(what, ": '", text, "' is not a type squeeze can store weights in (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
-         "Q5_1, Q4_K, Q5_K, Q6_K)");
+         "Q5_1, MXFP4, Q4_K, Q5_K, Q6_K)");
   return *t;
 }
 

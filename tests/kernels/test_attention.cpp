@@ -85,6 +85,7 @@ struct Case {
   int64_t n_queries; // the last n_queries positions are queried
   int64_t ring = 0;  // 0: global layout
   int64_t block_slots = 64;
+  bool sinks = false;  // a random sink logit per query head (gpt-oss)
 };
 
 // Output of query i, head h in float64 from the logical rows, plus the error budget of an
@@ -108,7 +109,8 @@ double kernel_bound(int64_t D, double A, int64_t n_keys, double vmax) {
   return vmax * kEpsF32 * (2.0 * static_cast<double>(D + 2) * A + 8.0 + 3.0 * static_cast<double>(n_keys) + 16.0);
 }
 
-Oracle oracle(const Case& c, const TestKv& kv, const std::vector<float>& q, int64_t pos0, double scale) {
+Oracle oracle(const Case& c, const TestKv& kv, const std::vector<float>& q, int64_t pos0, double scale,
+              const float* sinks) {
   const int64_t H = c.n_heads, D = c.head_dim, G = H / c.n_kv_heads;
   Oracle o;
   o.out.assign(static_cast<size_t>(c.n_queries * H * D), 0.0);
@@ -131,7 +133,10 @@ Oracle oracle(const Case& c, const TestKv& kv, const std::vector<float>& q, int6
         mx = std::max(mx, dot * scale);
         A = std::max(A, abs * scale);
       }
-      double sum = 0;
+      // A sink only joins the denominator.
+      const double sink = sinks ? static_cast<double>(sinks[h]) : -INFINITY;
+      mx = std::max(mx, sink);
+      double sum = std::exp(sink - mx);
       for (double& x : s) sum += (x = std::exp(x - mx));
       for (int64_t p = lo; p <= pos; ++p) {
         const float* vr = kv.v[static_cast<size_t>(p)].data() + kvh * D;
@@ -167,12 +172,14 @@ class Attention : public ::testing::TestWithParam<Variant> {
                                       << " qtile=" << tuning.query_tile << " threads=" << threads);
     if (!kv_type_fits(GetParam().type, c.head_dim)) return;  // q8_0 rows need D % 32 == 0 (tested below)
     const TestKv kv(GetParam().type, c.n_kv_heads, c.head_dim, c.n_pos, c.ring, c.block_slots);
+    // Sinks in [-3, 6]: some heads' sink dominates their scores, some barely counts.
+    const auto sinks = random_vector(c.n_heads, -3.0f, 6.0f);
     const AttentionParams params{.n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
-                                 .window = c.window};
+                                 .window = c.window, .sinks = c.sinks ? sinks.data() : nullptr};
     // Queries in [-2, 2] make the softmax peaked enough that a wrong key shows.
     const auto q = random_vector(c.n_queries * c.n_heads * c.head_dim, -2.0f, 2.0f);
     const int64_t pos0 = c.n_pos - c.n_queries;
-    const Oracle want = oracle(c, kv, q, pos0, params.effective_scale());
+    const Oracle want = oracle(c, kv, q, pos0, params.effective_scale(), params.sinks);
 
     const Isa isa = GetParam().isa;
     tuning.isa = &isa;
@@ -252,6 +259,18 @@ TEST_P(Attention, SlidingWindowSmallerAndLargerThanSequence) {
   }
   check({.n_heads = 16, .n_kv_heads = 1, .head_dim = 128, .window = 100, .n_pos = 1500, .n_queries = 1},
         {.key_splits = 4});
+}
+
+// gpt-oss's sinks: decode with and without key splits (the merge adds the sink), prefill
+// tiles, a sliding window over a ring.
+TEST_P(Attention, SinksJoinTheDenominator) {
+  for (int64_t splits : {0, 1, 3})
+    check({.n_heads = 8, .n_kv_heads = 2, .head_dim = 64, .window = 0, .n_pos = 700, .n_queries = 1, .sinks = true},
+          {.key_splits = splits});
+  check({.n_heads = 8, .n_kv_heads = 2, .head_dim = 64, .window = 0, .n_pos = 90, .n_queries = 90, .sinks = true});
+  check({.n_heads = 8, .n_kv_heads = 4, .head_dim = 32, .window = 40, .n_pos = 300, .n_queries = 24, .ring = 63,
+         .block_slots = 16, .sinks = true});
+  check({.n_heads = 4, .n_kv_heads = 1, .head_dim = 24, .window = 0, .n_pos = 50, .n_queries = 10, .sinks = true});
 }
 
 TEST_P(Attention, RingBufferWrapsAround) {

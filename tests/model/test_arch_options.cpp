@@ -176,6 +176,51 @@ Vec reference_moe(const ModelConfig& c, const LayerWeights& L, const Vec& h) {
   return y;
 }
 
+// gpt-oss's experts (transformers' GptOssTopKRouter and GptOssExperts): top-k of the
+// biased router logits, a softmax over those k; each expert's clamped SwiGLU with biases,
+// (clamp(up, ±7) + 1) · g σ(1.702 g) for g = min(gate, 7), and its down bias before the weight.
+Vec reference_oss_moe(const ModelConfig& c, const LayerWeights& L, const Vec& h) {
+  const int64_t E = c.n_embd, X = c.n_expert, I = c.n_ff_exp, K = c.n_expert_used;
+  Vec logit = matvec(rows_of(L.router), h, X, E);
+  for (int64_t e = 0; e < X; ++e) logit[e] += L.router_bias[e];
+  std::vector<int64_t> order(static_cast<size_t>(X));
+  for (int64_t e = 0; e < X; ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logit[a] > logit[b]; });
+  double sum = 0;
+  for (int64_t k = 0; k < K; ++k) sum += std::exp(logit[order[k]] - logit[order[0]]);
+  Vec y(static_cast<size_t>(E), 0.0);
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t e = order[k];
+    const double weight = std::exp(logit[e] - logit[order[0]]) / sum;
+    Vec g = matvec(rows_of(L.gate_exps.expert(e)), h, I, E);
+    const Vec u = matvec(rows_of(L.up_exps.expert(e)), h, I, E);
+    for (int64_t i = 0; i < I; ++i) {
+      const double gi = std::min(g[i] + L.gate_exps_bias[e * I + i], 7.0);
+      const double ui = std::clamp(u[i] + L.up_exps_bias[e * I + i], -7.0, 7.0);
+      g[i] = (ui + 1) * gi / (1 + std::exp(-1.702 * gi));
+    }
+    const Vec d = matvec(rows_of(L.down_exps.expert(e)), g, E, I);
+    for (int64_t j = 0; j < E; ++j) y[j] += weight * (d[j] + L.down_exps_bias[e * E + j]);
+  }
+  return y;
+}
+
+// transformers' YaRN (truncate false, gpt-oss): per pair k the inverse frequency blends
+// θ^(−2k/D) and θ^(−2k/D)/factor by a ramp between the correction dims of β_fast and
+// β_slow; returned as divisors of θ^(−2k/D), for rope().
+std::vector<float> reference_yarn_divisors(const ModelConfig& c) {
+  const double D = static_cast<double>(c.head_dim), theta = c.rope_base_global, L0 = c.yarn_original_context;
+  const auto corr = [&](double r) { return D * std::log(L0 / (r * 2 * M_PI)) / (2 * std::log(theta)); };
+  const double low = std::max(corr(c.yarn_beta_fast), 0.0), high = std::min(corr(c.yarn_beta_slow), D - 1);
+  std::vector<float> out;
+  for (int64_t k = 0; k < c.head_dim / 2; ++k) {
+    const double extrapolated = std::pow(theta, -2.0 * k / D), interpolated = extrapolated / c.yarn_factor;
+    const double ramp = std::clamp((k - low) / (high - low), 0.0, 1.0);
+    out.push_back(static_cast<float>(extrapolated / (interpolated * ramp + extrapolated * (1 - ramp))));
+  }
+  return out;
+}
+
 std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& tokens) {
   const ModelConfig& c = m.config();
   const Weights& w = m.weights();
@@ -186,6 +231,10 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
   // llama and glimmer have none. Both have QK-norm and sandwich norms; Muse Glimmer adds
   // the embedding norm, the output gate, NoPE global layers and the logit scale.
   const bool gemma = c.arch == Arch::gemma3, muse = c.arch == Arch::muse_glimmer, sandwich = gemma || muse;
+  // gpt-oss: biases everywhere, sinks, YaRN (cos/sin × its attention factor), its own experts.
+  const bool oss = c.arch == Arch::gpt_oss;
+  const std::vector<float> yarn = oss ? reference_yarn_divisors(c) : std::vector<float>{};
+  const double yarn_m = oss ? 0.1 * std::log(static_cast<double>(c.yarn_factor)) + 1 : 1.0;
   const std::vector<float> ones(static_cast<size_t>(E), 1.0f);
   for (int64_t t = 0; t < n; ++t) {
     x[t].assign(emb.begin() + tokens[t] * E, emb.begin() + (tokens[t] + 1) * E);
@@ -215,7 +264,7 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
       }
       if (muse) gate[t] = matvec(Wgate, h, H * D, E);
       const bool neox = c.rope_type == RopeType::neox;
-      const std::vector<float>* divisors = c.rope_freq_factors ? &w.rope_freqs : nullptr;
+      const std::vector<float>* divisors = c.rope_freq_factors ? &w.rope_freqs : oss ? &yarn : nullptr;
       for (int64_t hh = 0; hh < H; ++hh) {
         if (c.qk_norm) rmsnorm(&q[t][hh * D], L.q_norm, D, c.rms_eps);
         if (positional) rope(&q[t][hh * D], D, t, base, neox, c.rope_freq_scale, divisors);
@@ -224,6 +273,8 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
         if (c.qk_norm) rmsnorm(&k[t][hh * D], L.k_norm, D, c.rms_eps);
         if (positional) rope(&k[t][hh * D], D, t, base, neox, c.rope_freq_scale, divisors);
       }
+      for (double& e : q[t]) e *= yarn_m;
+      for (double& e : k[t]) e *= yarn_m;
     }
     for (int64_t t = 0; t < n; ++t) {
       Vec att(static_cast<size_t>(H * D), 0.0);
@@ -238,6 +289,10 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
           s.push_back(d * scale);
           mx = std::max(mx, s.back());
         }
+        if (oss) {  // the sink: one more logit in the denominator, no value
+          mx = std::max(mx, static_cast<double>(L.attn_sinks[hh]));
+          sum = std::exp(L.attn_sinks[hh] - mx);
+        }
         for (double& e : s) sum += (e = std::exp(e - mx));
         for (int64_t j = first; j <= t; ++j)
           for (int64_t e = 0; e < D; ++e) att[hh * D + e] += s[j - first] / sum * v[j][kh * D + e];
@@ -245,12 +300,14 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
       if (muse)
         for (int64_t i = 0; i < H * D; ++i) att[i] *= 1.0 / (1.0 + std::exp(-gate[t][i]));
       Vec o = matvec(Wo, att, E, H * D);
+      if (oss)
+        for (int64_t e = 0; e < E; ++e) o[e] += L.bo[e];
       if (sandwich) rmsnorm(o.data(), L.post_attn_norm, E, post_eps);
       for (int64_t e = 0; e < E; ++e) x[t][e] += o[e];
       Vec h = x[t];
       rmsnorm(h.data(), L.ffn_norm, E, c.rms_eps);
       if (experts) {
-        const Vec y = reference_moe(c, L, h);
+        const Vec y = oss ? reference_oss_moe(c, L, h) : reference_moe(c, L, h);
         for (int64_t e = 0; e < E; ++e) x[t][e] += y[e];
         continue;
       }
@@ -463,6 +520,49 @@ TEST(ArchOptions, QwenMoeForwardMatchesFloat64Reference) {
   EXPECT_TRUE(config_from_gguf(gguf::File(keyless)).expert_weights_norm);
 }
 
+// gpt-oss: Q/K/V and output biases, sinks (random, some above the scores), sliding layers of
+// window 8 under a 40-token prompt, YaRN, biased router, clamped SwiGLU with expert biases.
+TEST(ArchOptions, GptOssForwardMatchesFloat64Reference) {
+  const ModelConfig c = builtin_config("gpt-oss-tiny");
+  const std::string path = make_model(c, "ref_oss.gguf");
+  const ModelConfig back = config_from_gguf(gguf::File(path));
+  EXPECT_EQ(back.arch, Arch::gpt_oss);
+  EXPECT_EQ(back.is_local, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(back.sliding_window, 8);
+  EXPECT_EQ(back.yarn_factor, 32.0f);
+  EXPECT_EQ(back.yarn_original_context, 4096);
+  EXPECT_FALSE(back.yarn_truncate);
+  EXPECT_EQ(back.rope_base_local, 150000.0f);
+  EXPECT_EQ(back.layer_kinds, c.layer_kinds);
+  EXPECT_TRUE(back.attn_sinks && back.attn_output_bias && back.expert_bias && back.ffn_norm_post_attention_name);
+  EXPECT_EQ(back.ffn_activation, FfnActivation::swiglu_oai);
+  // The divisors span 1 (extrapolated pairs) to the factor (interpolated ones).
+  const std::vector<float> d = back.yarn_divisors();
+  ASSERT_EQ(d.size(), 8u);
+  EXPECT_EQ(d.front(), 1.0f);
+  EXPECT_NEAR(d.back(), 32.0f, 1e-4);
+  expect_matches_reference(path, 1e-4);
+}
+
+// A gpt-oss file with a sink tensor of the wrong length, a missing expert bias or a
+// YaRN without its original context: one line each.
+TEST(ArchOptions, ContradictoryGptOssFilesFailWithOneLine) {
+  const std::string good = make_model(builtin_config("gpt-oss-tiny"), "oss_bad_src.gguf");
+  const std::vector<BadFileCase> cases = {
+      {"sinks", "blk.1.attn_sinks.weight' has shape [5], the config needs [4]", nullptr, "blk.1.attn_sinks.weight",
+       {"blk.1.attn_sinks.weight", gguf::GgmlType::F32, {5}}},
+      {"no_down_bias", "blk.2.ffn_down_exps.bias' is missing", nullptr, "blk.2.ffn_down_exps.bias", {}},
+      {"no_router_bias", "blk.0.ffn_gate_inp.bias' is missing", nullptr, "blk.0.ffn_gate_inp.bias", {}},
+      {"yarn_orig", "gpt-oss.rope.scaling.original_context_length",
+       [](gguf::Metadata& m) { m.erase("gpt-oss.rope.scaling.original_context_length"); }, "", {}},
+      {"yarn_factor", "'gpt-oss.rope.scaling.factor' must be at least 1",
+       [](gguf::Metadata& m) { m.set("gpt-oss.rope.scaling.factor", gguf::Value::f32(0.5f)); }, "", {}},
+      {"no_window", "gpt-oss.attention.sliding_window", [](gguf::Metadata& m) { m.erase("gpt-oss.attention.sliding_window"); },
+       "", {}},
+  };
+  expect_one_line_refusals(good, cases);
+}
+
 // A Qwen3-MoE file whose expert count, top-k or expert tensors disagree: one line each.
 TEST(ArchOptions, ContradictoryExpertFilesFailWithOneLine) {
   const std::string good = make_model(builtin_config("qwen3moe-tiny"), "moe_bad_src.gguf");
@@ -495,7 +595,9 @@ TEST(ArchOptions, RopeScalingSqueezeDoesNotRunIsRefusedByName) {
     return [t](gguf::Metadata& m) { m.set("llama.rope.scaling.type", gguf::Value::string(t)); };
   };
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {with("yarn.gguf", set_type("yarn")), "'llama.rope.scaling.type' is 'yarn', which squeeze does not implement yet"},
+      {with("longrope.gguf", set_type("longrope")),
+       "'llama.rope.scaling.type' is 'longrope', which squeeze does not implement yet"},
+      {with("yarn.gguf", set_type("yarn")), "llama.rope.scaling.factor"},
       {with("odd.gguf", set_type("ntk-by-parts")), "is 'ntk-by-parts', an unknown RoPE scaling"},
       {with("linear_no_factor.gguf", set_type("linear")), "is 'linear' without llama.rope.scaling.factor"},
       {with("shrink.gguf", [](gguf::Metadata& m) { m.set("llama.rope.scaling.factor", gguf::Value::f32(0.5f)); }),

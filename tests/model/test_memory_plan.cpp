@@ -54,9 +54,12 @@ TEST(ModelConfig, TensorShapesAddUpToTheParameterCount) {
     const ModelConfig c = builtin_config(name);
     c.validate();
     const auto tensors = weight_tensors(c);
-    const int64_t per_layer = 9 + (c.qk_norm ? 2 : 0) + (c.norm_placement == NormPlacement::both ? 2 : 0) + (c.attn_gate ? 1 : 0);
-    int64_t expert_layers = 0;  // router + gate/up/down stacks in place of gate/up/down
-    for (int64_t il = 0; il < c.n_layer; ++il) expert_layers += c.layer_kind(il).ffn == Ffn::moe;
+    const int64_t per_layer = 9 + (c.qk_norm ? 2 : 0) + (c.norm_placement == NormPlacement::both ? 2 : 0) +
+                              (c.attn_gate ? 1 : 0) + (c.attn_bias ? 3 : 0) + (c.attn_output_bias ? 1 : 0) +
+                              (c.attn_sinks ? 1 : 0);
+    int64_t expert_layers = 0;  // router + gate/up/down stacks in place of gate/up/down, + 4 biases (gpt-oss)
+    for (int64_t il = 0; il < c.n_layer; ++il)
+      expert_layers += c.layer_kind(il).ffn == Ffn::moe ? (c.expert_bias ? 5 : 1) : 0;
     EXPECT_EQ(tensors.size(), static_cast<size_t>(per_layer * c.n_layer + expert_layers + 2 + (c.tied_output ? 0 : 1) +
                                                   (c.rope_freq_factors ? 1 : 0)))
         << name;
@@ -76,6 +79,7 @@ TEST(ModelConfig, TensorShapesAddUpToTheParameterCount) {
   EXPECT_NEAR(count_params(builtin_config("llama3.2-1b")).total / 1e9, 1.24, 0.01);  // Llama 3.2 1B: 1.24B
   EXPECT_NEAR(count_params(builtin_config("qwen3-4b")).total / 1e9, 4.02, 0.01);     // Qwen3-4B: 4.02B
   EXPECT_NEAR(count_params(builtin_config("qwen3-30b-a3b")).total / 1e9, 30.53, 0.01);  // Qwen3-30B-A3B: 30.5B
+  EXPECT_NEAR(count_params(builtin_config("gpt-oss-20b")).total / 1e9, 20.91, 0.01);  // gpt-oss-20b: 20.9B
 }
 
 TEST(ModelConfig, LayerPatterns) {

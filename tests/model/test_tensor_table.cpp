@@ -69,8 +69,9 @@ TEST(TensorTable, RowsAreInIdOrderWithUniqueNamesPerKind) {
     EXPECT_EQ(rows[i].id, static_cast<TensorId>(i));
     seen.insert({rows[i].base, rows[i].suffix});
   }
-  // Only Gated DeltaNet's in_proj_qkv and output gate reuse names (attn_qkv, attn_gate).
-  EXPECT_EQ(seen.size(), rows.size() - 2);
+  // Only Gated DeltaNet's in_proj_qkv and output gate (attn_qkv, attn_gate) and gpt-oss's
+  // pre-FFN norm (post_attention_norm) reuse names.
+  EXPECT_EQ(seen.size(), rows.size() - 3);
   EXPECT_EQ(tensor_name(TensorId::attn_q, 3), "blk.3.attn_q.weight");
   EXPECT_EQ(tensor_name(TensorId::attn_q_bias, 0), "blk.0.attn_q.bias");
   EXPECT_EQ(tensor_name(TensorId::ssm_a, 2), "blk.2.ssm_a");
@@ -207,10 +208,9 @@ TEST(TensorTable, ForwardAndTrainerNameWhatTheyDoNotRunYet) {
   EXPECT_NE(f.find("a shared expert"), std::string::npos) << f;
   EXPECT_EQ(forward_support_error(builtin_config("qwen3moe-tiny")), "");  // routed experts run
   ModelConfig biased = builtin_config("glimmer-tiny");
-  biased.attn_bias = true;  // Q/K/V biases run (qwen2); an output bias (gpt-oss) not yet
+  biased.attn_bias = biased.attn_output_bias = biased.attn_sinks = true;  // qwen2's and gpt-oss's run
   EXPECT_EQ(forward_support_error(biased), "");
-  biased.attn_output_bias = true;
-  EXPECT_NE(forward_support_error(biased).find("attention output bias"), std::string::npos);
+  EXPECT_EQ(forward_support_error(builtin_config("gpt-oss-tiny")), "");
   EXPECT_NE(train::training_support_error(mixed_config()).find("MoE layers"), std::string::npos);
 }
 

@@ -1,10 +1,10 @@
 """tests/python/test_quant_crosscheck.py — our block formats against an independent
 implementation, the `gguf` package's numpy (de)quantizers:
   * gguf.quants.dequantize of the blocks we write equals our dequantization bit for bit;
-  * blocks gguf.quants writes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16, BF16) dequantize
-    identically with ours;
-  * ggml's round-to-nearest quantizers as we implement them (Q4_1, Q5_0, Q5_1) write the
-    bytes gguf.quants.quantize writes;
+  * blocks gguf.quants writes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4, F16, BF16) dequantize
+    identically with ours, and so do MXFP4 blocks of random bytes (every E8M0 exponent);
+  * ggml's round-to-nearest quantizers as we implement them (Q4_1, Q5_0, Q5_1, MXFP4) write
+    the bytes gguf.quants.quantize writes;
   * our searching quantizer's error is no worse than gguf's round-to-nearest one.
 Our blocks come from the test-only tool tests/quant/quant_dump (found via SQUEEZE_BUILD).
 """
@@ -20,8 +20,8 @@ from gguf import quants
 
 BUILD = os.environ.get("SQUEEZE_BUILD", "build/release")
 TOOL = os.path.join(BUILD, "tests", "quant", "quant_dump")
-TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
-GGML_RTN = ["Q4_1", "Q5_0", "Q5_1"]  # quant_dump quantize-ggml
+TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "MXFP4", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
+GGML_RTN = ["Q4_1", "Q5_0", "Q5_1", "MXFP4"]  # quant_dump quantize-ggml
 
 
 def data(kind, rows, cols, seed):
@@ -88,12 +88,12 @@ def test_gguf_dequantizes_our_blocks_bit_for_bit(tmp_path, qtype, kind):
 def test_importance_weighted_blocks_also_match(tmp_path):
     x = data("gauss", 8, 512, seed=3)
     imp = np.random.default_rng(4).lognormal(0, 1.5, 512).astype(np.float32)
-    for qtype in ["Q4_K", "Q5_K", "Q6_K", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]:
+    for qtype in ["Q4_K", "Q5_K", "Q6_K", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "MXFP4"]:
         blocks, ours = ours_quantize(tmp_path, qtype, x, imp)
         assert same_bits(quants.dequantize(blocks, T[qtype]), ours), qtype
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "F16", "BF16"])
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "MXFP4", "F16", "BF16"])
 def test_we_dequantize_gguf_blocks_bit_for_bit(tmp_path, qtype):
     x = data("heavy", 16, 512, seed=11)
     theirs_blocks = quants.quantize(x, T[qtype])
@@ -102,7 +102,17 @@ def test_we_dequantize_gguf_blocks_bit_for_bit(tmp_path, qtype):
     assert same_bits(quants.dequantize(raw, T[qtype]), ours)
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+def test_we_dequantize_random_mxfp4_blocks_bit_for_bit(tmp_path):
+    # Any byte is a valid E8M0 exponent: the subnormal scales (0, 1) and those whose larger
+    # codes overflow to ±inf (253..255) included; every exponent appears in each column.
+    raw = np.random.default_rng(39).integers(0, 256, (256, 8 * 17), dtype=np.uint8)
+    raw[:, ::17] = (np.arange(256, dtype=np.uint8)[:, None] + np.arange(8, dtype=np.uint8)[None, :])
+    ours = ours_dequantize(tmp_path, "MXFP4", raw, 256)
+    with np.errstate(over="ignore"):
+        assert same_bits(quants.dequantize(raw, T.MXFP4), ours)
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "MXFP4"])
 def test_our_search_is_no_worse_than_round_to_nearest(tmp_path, qtype):
     x = data("gauss", 64, 1024, seed=5)
     _, ours = ours_quantize(tmp_path, qtype, x)
@@ -125,7 +135,7 @@ def ours_quantize_ggml(tmp_path, qtype, x):
 @pytest.mark.parametrize("qtype", GGML_RTN)
 @pytest.mark.parametrize("kind", ["gauss", "heavy", "uniform"])
 def test_ggml_round_to_nearest_writes_gguf_bytes(tmp_path, qtype, kind):
-    seed = {"Q4_1": 41, "Q5_0": 50, "Q5_1": 51}[qtype] * 10 + ["gauss", "heavy", "uniform"].index(kind)
+    seed = {"Q4_1": 41, "Q5_0": 50, "Q5_1": 51, "MXFP4": 39}[qtype] * 10 + ["gauss", "heavy", "uniform"].index(kind)
     if kind == "uniform":  # all-positive blocks, and a constant and a zero block
         x = np.random.default_rng(seed).uniform(0.5, 2.0, (16, 1024)).astype(np.float32)
         x[0, :32] = 0.75

@@ -6,8 +6,8 @@
 //   quant_dump dequantize TYPE ROWS COLS IN.bin OUT.f32
 //     dequantizes raw blocks with our kernels
 //   quant_dump quantize-ggml TYPE ROWS COLS IN.f32 OUT.bin
-//     quantizes with ggml's round-to-nearest reference quantizer (Q4_1, Q5_0, Q5_1), the
-//     bytes ggml and the gguf package write
+//     quantizes with ggml's round-to-nearest reference quantizer (Q4_1, Q5_0, Q5_1, MXFP4),
+//     the bytes ggml and the gguf package write
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -61,6 +61,7 @@ int run(int argc, char** argv) {
     if (*type == gguf::GgmlType::Q4_1) rtn = quant::impl::rtn_quantize_q4_1;
     if (*type == gguf::GgmlType::Q5_0) rtn = quant::impl::rtn_quantize_q5_0;
     if (*type == gguf::GgmlType::Q5_1) rtn = quant::impl::rtn_quantize_q5_1;
+    if (*type == gguf::GgmlType::MXFP4) rtn = quant::impl::rtn_quantize_mxfp4;
     SQZ_CHECK(rtn != nullptr, "quantize-ggml: no round-to-nearest reference for ", argv[2]);
     const auto in = read_all(argv[5], static_cast<size_t>(rows * cols * 4));
     std::vector<uint8_t> q(static_cast<size_t>(rows * rb));

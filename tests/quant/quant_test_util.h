@@ -48,8 +48,9 @@ inline std::vector<float> heavy_tailed(int64_t n) {
 constexpr double kU = 5.96e-8;
 
 // The part of each dequantized weight that the kernels handle as a separate term
-// (Q4_K/Q5_K: −dmin·m; Q4_1/Q5_1: +m; Q6_K: −32·d·sc), found by dequantizing the block with every
-// code zeroed. Sums of |w| + 2|offset| bound the magnitudes the kernels add, so
+// (Q4_K/Q5_K: −dmin·m; Q4_1/Q5_1: +m; Q6_K: −32·d·sc; MXFP4: −12·d, its AVX2 kernels' codes
+// being the table value + 12), found by dequantizing the block with every code zeroed
+// (MXFP4: set to nibble 15, the value −12). Sums of |w| + 2|offset| bound the magnitudes the kernels add, so
 // cancellation between the terms is accounted for in the error bounds.
 inline std::vector<float> code_zero_offsets(GgmlType type, const void* row, int64_t n) {
   const auto& t = *quant::traits_for(type, quant::Isa::Scalar);
@@ -61,6 +62,7 @@ inline std::vector<float> code_zero_offsets(GgmlType type, const void* row, int6
     switch (type) {
       case GgmlType::Q4_K: std::memset(reinterpret_cast<quant::BlockQ4_K*>(p)->qs, 0, 128); break;
       case GgmlType::Q4_1: std::memset(reinterpret_cast<quant::BlockQ4_1*>(p)->qs, 0, 16); break;
+      case GgmlType::MXFP4: std::memset(reinterpret_cast<quant::BlockMXFP4*>(p)->qs, 0xFF, 16); break;
       case GgmlType::Q5_1: {
         auto* q = reinterpret_cast<quant::BlockQ5_1*>(p);
         std::memset(q->qs, 0, sizeof q->qs), std::memset(q->qh, 0, sizeof q->qh);

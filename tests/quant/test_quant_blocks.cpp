@@ -37,8 +37,9 @@ TEST(QuantTraits, GeometryMatchesGgufTypeTable) {
   }
   EXPECT_EQ(traits(GgmlType::Q4_K).dot_type, GgmlType::Q8_K);
   EXPECT_EQ(traits(GgmlType::Q6_K).dot_type, GgmlType::Q8_K);
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1})
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::MXFP4})
     EXPECT_EQ(traits(t).dot_type, GgmlType::Q8_0);
+  EXPECT_NEAR(bits_per_weight(GgmlType::MXFP4), 4.25, 1e-12);
   EXPECT_NEAR(bits_per_weight(GgmlType::Q4_1), 5.0, 1e-12);
   EXPECT_NEAR(bits_per_weight(GgmlType::Q5_0), 5.5, 1e-12);
   EXPECT_NEAR(bits_per_weight(GgmlType::Q5_1), 6.0, 1e-12);
@@ -98,11 +99,33 @@ GridModel grid_of(GgmlType t) {
     case GgmlType::Q4_K: return {32, 15, true, kSlackKScales};
     case GgmlType::Q5_K: return {32, 31, true, kSlackKScales};
     case GgmlType::Q6_K: return {16, 32, false, kSlackKScales};
+    case GgmlType::MXFP4: return {32, 0, false, kSlackF16Scale};  // predicted_mse_mxfp4; exact scales
     default: return {1, 0, false, 0};
   }
 }
 
+// MXFP4's grid is not uniform: with d = 2^(floor(log2 amax) − 3) (ggml's exponent; the
+// search only keeps another where its error is smaller) the values are d·{0, 1, 2, 3, 4,
+// 6, 8, 12}, steps d below 4d, 2d up to 8d and 4d up to 12d, beyond which a value clips to
+// 12d. So each element gets its own interval's Δ²/12, or its clipping error.
+double predicted_mse_mxfp4(const std::vector<float>& x) {
+  double sum = 0;
+  for (size_t b = 0; b < x.size(); b += kQK) {
+    float amax = 0;
+    for (int i = 0; i < kQK; ++i) amax = std::max(amax, std::fabs(x[b + i]));
+    if (amax == 0) continue;
+    const double d = std::ldexp(1.0, std::ilogb(amax) - 3);
+    for (int i = 0; i < kQK; ++i) {
+      const double v = std::fabs(x[b + i]) / d;
+      const double step = v < 4 ? 1 : v < 8 ? 2 : 4;
+      sum += v <= 12 ? step * step * d * d / 12.0 : (v - 12) * (v - 12) * d * d;
+    }
+  }
+  return sum / static_cast<double>(x.size());
+}
+
 double predicted_mse(GgmlType t, const std::vector<float>& x) {
+  if (t == GgmlType::MXFP4) return predicted_mse_mxfp4(x);
   const GridModel g = grid_of(t);
   double sum = 0;
   for (size_t b = 0; b < x.size(); b += g.group) {
@@ -157,7 +180,8 @@ TEST_P(RoundTrip, ImportanceReducesWeightedError) {
 
 INSTANTIATE_TEST_SUITE_P(Types, RoundTrip,
                          ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                           GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::Q5_1, GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q5_K,
+                                           GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 TEST(QuantRoundTrip, PlainTypesAreExactConversions) {
@@ -176,9 +200,9 @@ TEST(QuantRoundTrip, PlainTypesAreExactConversions) {
 
 TEST(QuantRoundTrip, ConstantAndZeroBlocks) {
   // All-zero and constant rows: no division by zero, zero stays zero, constants stay close.
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                        GgmlType::Q5_K, GgmlType::Q6_K}) {
-    for (float v : {0.0f, 0.75f, -3.0f}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::MXFP4,
+                        GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (float v : {0.0f, 0.75f, -3.0f}) {  // (MXFP4 holds 0.75 = 12·2^-4 and −3 = −12·2^-2 exactly)
       std::vector<float> x(512, v);
       const auto q = quantize_tensor({.type = type, .src = x.data(), .rows = 1, .cols = 512});
       const auto y = dequantize_tensor(type, q.data(), 1, 512);

@@ -182,7 +182,9 @@ TEST_P(Dot, WeightRowGroupsEqualSingleRow) {
 }
 
 // Blocks as any other GGUF writer might produce them: every code, scale and min byte
-// random (Q8_0 codes include -128), only the f16 fields kept finite.
+// random (Q8_0 codes include -128), only the f16 fields kept finite. MXFP4's E8M0 byte is
+// drawn from [0, 200] (subnormal scales included; far above, 12·d·Σ|a| overflows f32) on
+// odd repetitions, from around 2^0 on even ones (where no block dwarfs the others).
 class DotBlocks : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(DotBlocks, ArbitraryBlocksSimdMatchesScalar) {
@@ -200,7 +202,9 @@ TEST_P(DotBlocks, ArbitraryBlocksSimdMatchesScalar) {
         const uint16_t h = f32_to_f16(g(test::qrng()));
         std::memcpy(p + off, &h, 2);
       };
-      if (type == GgmlType::Q6_K) put(offsetof(BlockQ6_K, d));
+      if (type == GgmlType::MXFP4) p[0] = static_cast<uint8_t>(rep % 2 ? byte(test::qrng()) * 200 / 255
+                                                                        : 117 + byte(test::qrng()) % 21);
+      else if (type == GgmlType::Q6_K) put(offsetof(BlockQ6_K, d));
       else put(0);
       if (type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 || type == GgmlType::Q5_1) put(2);
     }
@@ -226,13 +230,13 @@ TEST_P(DotBlocks, ArbitraryBlocksSimdMatchesScalar) {
 
 INSTANTIATE_TEST_SUITE_P(Types, Dot,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                                           GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::MXFP4,
+                                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 INSTANTIATE_TEST_SUITE_P(Types, DotBlocks,
                          ::testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::MXFP4, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 TEST(ActivationQuant, SimdBytesEqualScalar) {
@@ -306,7 +310,8 @@ TEST(Dequantize, EveryIsaIsBitIdenticalToTheReference) {
               // keep the quantizer's scale fields (d, dmin) and randomise only the codes
               const bool two_fields = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q4_1 ||
                                       type == GgmlType::Q5_1;
-              const size_t scale_bytes = type == GgmlType::Q6_K ? 0 : two_fields ? 4 : 2;
+              // (MXFP4: every E8M0 byte is a finite scale or, times 12, an infinity on both sides)
+              const size_t scale_bytes = type == GgmlType::Q6_K || type == GgmlType::MXFP4 ? 0 : two_fields ? 4 : 2;
               std::memcpy(row.data() + b, good.data() + b, scale_bytes);
               if (type == GgmlType::Q6_K) std::memcpy(row.data() + b + 208, good.data() + b + 208, 2);
             }

@@ -163,8 +163,8 @@ TEST_P(Matmul, BatchInvariantGemmRowsEqualGemvAtEveryBatchSize) {
 
 INSTANTIATE_TEST_SUITE_P(Types, Matmul,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                                           GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::MXFP4,
+                                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(traits(info.param).name); });
 
 TEST(MatmulF32, DefaultGemmUsesF32PathWithinSummationBound) {

@@ -101,6 +101,9 @@ void AttentionParams::validate() const {
             " KV heads");
   SQZ_CHECK(window >= 0, "attention: negative window ", window);
   SQZ_CHECK(std::isfinite(scale), "attention: scale is not finite");
+  if (sinks)
+    for (int64_t h = 0; h < n_heads; ++h)
+      SQZ_CHECK(std::isfinite(sinks[h]), "attention: sink logit of head ", h, " is not finite");
 }
 
 bool attention_isa_available(Isa isa) {
@@ -159,12 +162,26 @@ int64_t active_rows(const TaskScratch& w, int64_t rows, int64_t k0, int64_t n) {
   return count;
 }
 
+float finish_scale(const Task& t, int64_t r, float m, float l) {
+  if (t.sinks == nullptr) return l > 0 ? 1.0f / l : 0.0f;
+  const float s = t.sinks[r % t.group], M = std::max(m, s);
+  const float keys = l > 0 ? std::exp(m - M) : 0.0f;
+  return keys / (l * keys + std::exp(s - M));
+}
+
+float merged_scale(const float* sink, float M, float L) {
+  if (sink == nullptr) return 1.0f / L;
+  // Partials were weighted by e^(m_s − M); a sink above M rescales them all.
+  const float top = std::max(M, *sink), keys = std::exp(M - top);
+  return keys / (L * keys + std::exp(*sink - top));
+}
+
 void finish_task(const Task& t, const TaskScratch& w) {
   const int64_t D = t.kv->head_dim;
   for (int64_t r = 0; r < t.rows(); ++r) {
     const float* acc = w.acc + r * D;
     if (t.finalize) {
-      const float inv = w.l[r] > 0 ? 1.0f / w.l[r] : 0.0f;
+      const float inv = finish_scale(t, r, w.m[r], w.l[r]);
       float* o = t.out_row(r);
       for (int64_t d = 0; d < D; ++d) o[d] = inv * acc[d];
     } else {
@@ -282,7 +299,8 @@ void attention(ThreadPool& pool, const AttentionParams& p, const KvLayerView& kv
                  .q_stride = q_stride,
                  .pos0 = b.pos0 + q0,
                  .window = p.window,
-                 .scale = scale};
+                 .scale = scale,
+                 .sinks = p.sinks ? p.sinks + ts.kv_head * G : nullptr};
     const int64_t lo = t.first_key(t.pos0), hi = t.pos0 + nq, len = hi - lo;
     t.key_begin = lo + len * ts.split / ts.n_splits;
     t.key_end = lo + len * (ts.split + 1) / ts.n_splits;
@@ -320,7 +338,8 @@ void attention(ThreadPool& pool, const AttentionParams& p, const KvLayerView& kv
         L += w * part[1];
         for (int64_t d = 0; d < D; ++d) o[d] += w * part[2 + d];
       }
-      const float inv = 1.0f / L;  // L > 0: every row sees at least its own key
+      // L > 0: every row sees at least its own key.
+      const float inv = attn::merged_scale(t.sinks ? t.sinks + r % G : nullptr, M, L);
       for (int64_t d = 0; d < D; ++d) o[d] *= inv;
     }
     i += static_cast<size_t>(first.n_splits);

@@ -85,6 +85,9 @@ struct AttentionParams {
   int64_t head_dim = 0;
   int64_t window = 0;   // 0: global (causal only); > 0: sliding window in tokens
   float scale = 0.0f;   // score scale; 0 means 1 / sqrt(head_dim)
+  // gpt-oss's sinks: one logit per query head ([n_heads]; null: none) that joins the softmax's
+  // denominator only — p_j = exp(z_j) / (Σ_i exp(z_i) + exp(sink_h)): unscaled, unmasked, no value.
+  const float* sinks = nullptr;
   // No key splits (flash-decoding): whether a query's keys are split depends on how many
   // queries share the call, and merging split partials rounds differently from one pass,
   // so batch-invariant steps (a query's bits the same in any chunk) run every key range whole.

@@ -21,6 +21,7 @@ struct Task {
   int64_t pos0 = 0;
   int64_t window = 0;
   float scale = 1.0f;
+  const float* sinks = nullptr;  // the group's sink logits (row r: sinks[r % group]); null: none
   int64_t key_begin = 0;
   int64_t key_end = 0;
   // finalize: out rows (same addressing as q) get acc / l. Otherwise partial gets, per
@@ -45,6 +46,13 @@ struct Task {
 };
 
 using Kernel = void (*)(const Task& task);
+
+// What a finished row's accumulator is multiplied by: 1 / l, or with a sink s,
+// e^(m−M) / (l·e^(m−M) + e^(s−M)) with M = max(m, s) so that neither exponent overflows.
+// (Compiled for the baseline ISA, in attention.cpp, like the rest of a task's plumbing.)
+float finish_scale(const Task& t, int64_t r, float m, float l);
+// The same for merged split partials: the sink joins the merged max M and sum L.
+float merged_scale(const float* sink, float M, float L);
 
 // A task kernel's per-thread scratch: rows × (2·head_dim + tile + 2) + tile × head_dim floats
 // (queries scaled, accumulators, scores, the widened K/V tile, running max and sum) and

@@ -60,7 +60,10 @@ void attention_reference(const AttentionParams& p, const KvLayerView& kv, const 
         scores[static_cast<size_t>(k - lo)] = s * scale;
         mx = std::max(mx, s * scale);
       }
-      double sum = 0;
+      // A sink logit joins the denominator only (two-pass: the max includes it).
+      const double sink = p.sinks ? static_cast<double>(p.sinks[h]) : -std::numeric_limits<double>::infinity();
+      mx = std::max(mx, sink);
+      double sum = std::exp(sink - mx);
       for (double& s : scores) sum += (s = std::exp(s - mx));
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t k = lo; k <= pos; ++k) {
@@ -104,7 +107,7 @@ void run_task_scalar(const Task& t) {
     }
     if (t.finalize) {
       float* o = t.out_row(r);
-      const float inv = l > 0 ? 1.0f / l : 0.0f;
+      const float inv = finish_scale(t, r, m, l);
       for (int64_t d = 0; d < D; ++d) o[d] = acc[static_cast<size_t>(d)] * inv;
     } else {
       float* part = t.partial + r * (D + 2);
