@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # bench/race_moe.sh — squeeze vs llama.cpp (and ik_llama.cpp) on a Mixture-of-Experts model
-# of a real shape: Qwen3-30B-A3B (48 layers, 128 experts of FFN 768, 8 per token) with random
-# weights at Q4_K_M, the engines back to back on the same file.
+# of a real shape with random weights, the engines back to back on the same file:
+# Qwen3-30B-A3B (48 layers, 128 experts of FFN 768, 8 per token) at Q4_K_M, or with
+# RACE_MOE_CONFIG=gpt-oss-20b gpt-oss-20b (24 layers, 32 experts of FFN 2880, 4 per token,
+# sinks, window 128 on every other layer) at MXFP4_MOE (experts MXFP4, the rest Q8_0: the
+# released file's layout, drawn directly in MXFP4 by make-model).
 #
 # usage: bench/race_moe.sh LLAMA_CPP_BIN_DIR [IK_LLAMA_BIN_DIR|-] [repetitions] [layers]
 #   LLAMA_CPP_BIN_DIR holds llama-bench built OUTSIDE this repository from llama.cpp's
@@ -25,7 +28,13 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 LLAMA_BIN="${1:-}"
 IK_BIN="${2:--}"
 REPS="${3:-1}"
-LAYERS="${4:-48}"
+CONFIG="${RACE_MOE_CONFIG:-qwen3-30b-a3b}"
+case "$CONFIG" in
+  qwen3-30b-a3b) TYPE=Q4_K_M FULL_LAYERS=48 ;;
+  gpt-oss-20b) TYPE=MXFP4_MOE FULL_LAYERS=24 ;;
+  *) echo "race_moe: RACE_MOE_CONFIG must be qwen3-30b-a3b or gpt-oss-20b (got $CONFIG)" >&2; exit 2 ;;
+esac
+LAYERS="${4:-$FULL_LAYERS}"
 DEPTH="${RACE_DEPTH:-4096}"
 SQ="$ROOT/build/release/tools/squeeze"
 MACHINE="$ROOT/build/release/bench/bench_machine"
@@ -33,12 +42,12 @@ source "$ROOT/bench/race_lib.sh"
 race_check_engines race_moe
 OUT="$ROOT/build/race"
 mkdir -p "$OUT"
-name="qwen3-30b-a3b"
-[ "$LAYERS" = 48 ] || name="qwen3-30b-a3b-l$LAYERS"
-MODEL="$OUT/$name-q4_k_m.gguf"
+name="$CONFIG"
+[ "$LAYERS" = "$FULL_LAYERS" ] || name="$CONFIG-l$LAYERS"
+MODEL="$OUT/$name-$(echo "$TYPE" | tr '[:upper:]' '[:lower:]').gguf"
 if [ ! -f "$MODEL" ]; then
-  echo "race_moe: making $MODEL ($LAYERS layers; about 1.1 min per layer on 2 cores)" >&2
-  "$SQ" make-model --config qwen3-30b-a3b --layers "$LAYERS" --type Q4_K_M --seed 1 -o "$MODEL.part" 2>/dev/null >&2
+  echo "race_moe: making $MODEL ($LAYERS layers; qwen3-30b-a3b about 1.1 min per layer on 2 cores)" >&2
+  "$SQ" make-model --config "$CONFIG" --layers "$LAYERS" --type "$TYPE" --seed 1 -o "$MODEL.part" 2>/dev/null >&2
   mv "$MODEL.part" "$MODEL"
 fi
 
@@ -54,7 +63,7 @@ results="$OUT/results-moe-$name.csv"
 echo "engine,model,test,t_per_s" > "$results"
 race_rounds "$results" "$MODEL"
 echo "squeeze: squeeze bench -t 2 -r $REPS --kv f16; llama.cpp / ik_llama.cpp: llama-bench -t 2 -r $REPS -fa 1 (f16 KV)"
-echo "model: $name ($LAYERS of Qwen3-30B-A3B's 48 layers), Q4_K_M by squeeze make-model, random weights"
+echo "model: $name ($LAYERS of $CONFIG's $FULL_LAYERS layers), $TYPE by squeeze make-model, random weights"
 race_table "$results"
 
 # Decode's bytes per token and the roofline they imply.

@@ -5,13 +5,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 
 #include "core/thread_pool.h"
 #include "gguf/reader.h"
 #include "model/config.h"
+#include "model/model.h"
+#include "model/quant_rules.h"
 #include "model/random_model.h"
+#include "model/weights.h"
 
 using namespace squeeze;
 using namespace squeeze::model;
@@ -81,4 +85,37 @@ TEST(RandomModel, ValuesDoNotDependOnTheThreadCount) {
   EXPECT_FALSE(std::equal(e.data.begin(), e.data.begin() + 1024, e.data.begin() + second));
   std::filesystem::remove(one);
   std::filesystem::remove(two);
+}
+
+// MXFP4_MOE (gpt-oss's release layout): experts MXFP4 — drawn directly as codes, with the
+// block exponent that gives N(0, 1/cols)'s scale — biases, sinks and routers F32, the rest Q8_0.
+TEST(RandomModel, Mxfp4MoePresetDrawsExpertsInMxfp4) {
+  const ModelConfig c = builtin_config("gpt-oss-tiny");
+  const auto preset = find_quant_preset("MXFP4_MOE");
+  ASSERT_TRUE(preset.has_value());
+  const std::string path = random_model_path("mxfp4.gguf");
+  write_random_model({.config = c, .preset = preset, .seed = 5, .path = path});
+  const gguf::File f(path);
+  EXPECT_EQ(f.metadata().get_u32("general.file_type"), 38u);
+  EXPECT_EQ(f.tensor("blk.0.ffn_gate_exps.weight").type, gguf::GgmlType::MXFP4);
+  EXPECT_EQ(f.tensor("blk.3.ffn_down_exps.weight").type, gguf::GgmlType::MXFP4);
+  EXPECT_EQ(f.tensor("blk.0.ffn_gate_exps.bias").type, gguf::GgmlType::F32);
+  EXPECT_EQ(f.tensor("blk.0.attn_sinks.weight").type, gguf::GgmlType::F32);
+  EXPECT_EQ(f.tensor("blk.0.ffn_gate_inp.weight").type, gguf::GgmlType::F32);
+  EXPECT_EQ(f.tensor("blk.0.attn_q.weight").type, gguf::GgmlType::Q8_0);
+  EXPECT_EQ(f.tensor("output.weight").type, gguf::GgmlType::Q8_0);
+  // The expert values' RMS is the matrix scale 1/sqrt(cols) within a power-of-two step.
+  const auto& t = f.tensor("blk.1.ffn_up_exps.weight");
+  const auto m = Model::load(path);
+  const quant::QMatrix w = m->weights().layers[1].up_exps.all;
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  double ss = 0;
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w, r, row.data());
+    for (float v : row) ss += static_cast<double>(v) * v;
+  }
+  const double rms = std::sqrt(ss / static_cast<double>(w.rows * w.cols)), want = 1.0 / std::sqrt(64.0);
+  EXPECT_GT(rms, want / std::sqrt(2.0)) << t.name;
+  EXPECT_LT(rms, want * std::sqrt(2.0)) << t.name;
+  std::filesystem::remove(path);
 }
