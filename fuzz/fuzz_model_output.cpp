@@ -1,13 +1,14 @@
 // fuzz/fuzz_model_output.cpp — what a model generates, taken apart by every family's output
-// parser: Muse Glimmer's message framing (chat/muse_glimmer_output.h), Qwen's tags
-// (chat/tagged_output.h) and Llama 3's JSON calls (chat/llama3_output.h), each whole and
-// streamed in chunks of sizes drawn from the input's first byte; and ATEM tool-call markup
-// (chat/atem_calls.h) alone. None may throw; the headers' promise is checked: the streamed
+// parser: Muse Glimmer's message framing (chat/muse_glimmer_output.h), harmony's
+// (chat/harmony_output.h), Qwen's tags (chat/tagged_output.h) and Llama 3's JSON calls
+// (chat/llama3_output.h), each whole and streamed in chunks of sizes drawn from the input's
+// first byte; and ATEM tool-call markup (chat/atem_calls.h) alone. None may throw; the headers' promise is checked: the streamed
 // deltas, appended, equal the one-shot parse however the text was split.
 #include <cstddef>
 #include <cstdint>
 
 #include "chat/atem_calls.h"
+#include "chat/harmony_output.h"
 #include "chat/llama3_output.h"
 #include "chat/muse_glimmer_output.h"
 #include "chat/tagged_output.h"
@@ -58,6 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     chat::TaggedOutputParser tagged(in_thinking);
     if (!(stream(tagged, text, chunks) == chat::parse_tagged_output(text, in_thinking))) __builtin_trap();
   }
+  chat::HarmonyOutputParser harmony;
+  if (!(stream(harmony, text, chunks) == chat::parse_harmony_output(text))) __builtin_trap();
   chat::Llama3OutputParser llama;
   if (!(stream(llama, text, chunks) == chat::parse_llama3_output(text))) __builtin_trap();
   return 0;

@@ -222,7 +222,7 @@ put("data_url_image", "url_jpeg", "data:image/jpeg;base64," + base64.b64encode(j
 put("data_url_image", "url_no_type", "data:;base64," + base64.b64encode(png_file(1, 1, 0, 8, [b"\x80"])).decode())
 put("data_url_image", "url_bad_padding", "data:image/png;base64,iVBORw0KGgo=AAA")
 
-# ---- Muse Glimmer output (first byte: the chunking seed) -----------------------------------
+# ---- model output: Muse Glimmer, harmony (first byte: the chunking seed) ----------------------
 outputs = {
     "tool_call": " to=self<|message|>The user wants weather.<|eom|><|start|>assistant to=get_weather<|message|>"
                  "<atem:function_calls>\n<atem:invoke name=\"get_weather\">\n<atem:parameter name=\"city\">Paris"
@@ -239,6 +239,11 @@ outputs = {
     "two_calls": " to=get_weather<|message|><atem:function_calls><atem:invoke name=\"get_weather\"><atem:parameter "
                  "name=\"city\">A</atem:parameter></atem:invoke><atem:invoke name=\"read\"><atem:parameter name=\"path\">"
                  "</atem:parameter></atem:parameter></atem:invoke></atem:function_calls><|eom|>",
+    # harmony (gpt-oss): analysis, then a call with the recipient before / after the channel
+    "harmony_call": "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant to=functions.get_weather"
+                    "<|channel|>commentary json<|message|>{\"city\": \"Paris\", \"days\": 3}<|call|>",
+    "harmony_answer": "<|channel|>analysis<|message|>Think<|channel|>commentary to=functions.read <|constrain|>json"
+                      "<|message|>{\"path\": 1<|end|><|start|>assistant<|channel|>final<|message|>Hello.<|return|>",
 }
 for i, (name, text) in enumerate(outputs.items()):
     put("model_output", name, bytes([i * 37 % 256]) + text.encode())

@@ -45,8 +45,8 @@ ReasoningSettings reasoning_settings(const Args& args, const model::Model& model
                                              : generate::reasoning_budgets_from_metadata(model.file().metadata()).for_level(s.level);
   } else {
     SQZ_CHECK(!args.has("--thinking-budget"), "--thinking-budget needs a model that thinks apart from its answer "
-                                              "(Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|>, or <think> "
-                                              "</think>); this one does not");
+                                              "(Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|>, harmony's "
+                                              "analysis channel, or <think> </think>); this one does not");
   }
   return s;
 }

@@ -23,7 +23,7 @@ void add_reasoning_options(Args& args);
 struct ReasoningSettings {
   std::string level = "high";       // low … xhigh ("none" / "minimal" become low)
   bool off = false;                 // --reasoning-effort none: templates that can switch thinking off do
-  bool thinks = false;              // the model thinks apart from its answer (Muse Glimmer's self, <think>)
+  bool thinks = false;              // the model thinks apart (Muse Glimmer's self, harmony's analysis, <think>)
   std::optional<int64_t> budget;    // thinking tokens per turn (thinks only)
   std::shared_ptr<const generate::ThinkingVocab> vocab;  // thinks only: shared by every turn's budget
   // reasoning_strength / reasoning_effort for the template, and enable_thinking false for

@@ -62,6 +62,12 @@ std::optional<ToolCall> json_tool_call(std::string_view text) {
                   .arguments = arguments.dump(-1, ' ', false, Json::error_handler_t::replace)};
 }
 
+std::optional<std::string> json_arguments(std::string_view text) {
+  const BoundedJson<Json> parsed = parse_json_bounded<Json>(scan::trim(text), kLimits);
+  if (!parsed.error.empty() || !parsed.value.is_object()) return std::nullopt;
+  return parsed.value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 std::optional<std::vector<ToolCall>> json_tool_calls(std::string_view text) {
   std::vector<ToolCall> calls;
   size_t i = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,6 +15,10 @@ namespace squeeze::chat {
 // One object (surrounding whitespace allowed): a string "name" and an object of arguments
 // (or a string holding one), written back compact with the model's key order.
 std::optional<ToolCall> json_tool_call(std::string_view text);
+
+// Arguments written as one JSON object (surrounding whitespace allowed), as harmony's tool
+// messages hold them: the object compact, with the model's key order.
+std::optional<std::string> json_arguments(std::string_view text);
 
 // One or more such objects, separated by whitespace or ';' (Llama 3's parallel calls).
 std::optional<std::vector<ToolCall>> json_tool_calls(std::string_view text);

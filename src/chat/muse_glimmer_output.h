@@ -16,7 +16,8 @@
 // that switches recipient in place (`... to=NAME<|message|>`: `<|message|>` never occurs in
 // plain text) starts a new message; text without a header is content; a leading
 // `<|start|>assistant` (the prompt's end repeated) is skipped. After `<|eot|>`, or a
-// `<|start|>` of another role, the turn is over and the rest is ignored.
+// `<|start|>` of another role, the turn is over and the rest is ignored. (The machinery is
+// shared with harmony's parser: chat/message_stream.h.)
 //
 //   MuseGlimmerOutputParser p(ToolParams::from_json(request_tools));
 //   for (chunk : generation) send(p.feed(chunk));   // deltas; calls arrive whole
@@ -30,43 +31,22 @@
 #include <string>
 #include <string_view>
 
-#include "chat/output_parser.h"
+#include "chat/message_stream.h"
 #include "chat/parsed_output.h"
 #include "chat/tool_params.h"
 
 namespace squeeze::chat {
 
-class MuseGlimmerOutputParser final : public OutputParser {
+class MuseGlimmerOutputParser final : public MessageStreamParser {
  public:
   explicit MuseGlimmerOutputParser(ToolParams tools = {});
 
-  // The next piece of generated text (any split, even inside a UTF-8 sequence or a token's
-  // text); returns what it decided. Ignored after finish().
-  ParsedOutput feed(std::string_view chunk) override;
-  // The generation ended: decides what was held back, and any unfinished tool message.
-  ParsedOutput finish() override;
-
  private:
-  enum class State { header, role, after_eom, body, done };
-  enum class Channel { reasoning, content, tool };
-
-  void run(bool at_end, ParsedOutput& out);
-  // Each step reads from buf_[pos_]; false: it needs more text to decide.
-  bool step_header(bool at_end);
-  bool step_role(bool at_end);
-  bool step_after_eom(bool at_end);
-  bool step_body(bool at_end, ParsedOutput& out);
-  void open_message(std::string_view recipient);
-  void emit(std::string_view text, ParsedOutput& out);
-  void close_message(ParsedOutput& out);
+  Header header_at(std::string_view s, size_t i, bool at_end) const override;
+  Header switch_at(std::string_view s, size_t i) const override;
+  bool read_calls(const Route& route, std::string_view body, ParsedOutput& out) const override;
 
   ToolParams tools_;
-  State state_ = State::header;
-  Channel channel_ = Channel::content;
-  std::string buf_;        // text not yet decided, from pos_
-  size_t pos_ = 0;
-  std::string tool_body_;  // the tool message being written: parsed when it ends
-  bool finished_ = false;
 };
 
 ParsedOutput parse_muse_glimmer_output(std::string_view text, const ToolParams& tools = {});

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "chat/harmony_output.h"
 #include "chat/llama3_output.h"
 #include "chat/muse_glimmer_output.h"
 #include "chat/tagged_output.h"
@@ -47,14 +48,23 @@ ChatFormat::ChatFormat(const model::Model& model)
   find_stop_ids(model);
   framing_ = output_framing(tok_);
   thinks_in_tags_ = framing_ == OutputFraming::tagged && has_text_tag(tok_, "<think>");
+  if (framing_ == OutputFraming::harmony)
+    for (const char* t : {"<|return|>", "<|call|>"})
+      if (const auto id = tok_.find_token(t)) add_stop_id(*id);
   turn_stop_ids_ = stop_ids_;
-  if (framing_ == OutputFraming::muse_glimmer)
-    if (const auto eom = tok_.find_token("<|eom|>")) std::erase(turn_stop_ids_, *eom);
+  // A message's end within the turn: the model goes on with its next message (under
+  // harmony, the answer after the analysis; the thinking budget's close writes <|end|> too).
+  const char* message_end = framing_ == OutputFraming::muse_glimmer ? "<|eom|>"
+                            : framing_ == OutputFraming::harmony    ? "<|end|>"
+                                                                    : nullptr;
+  if (message_end)
+    if (const auto id = tok_.find_token(message_end)) std::erase(turn_stop_ids_, *id);
 }
 
 std::unique_ptr<chat::OutputParser> ChatFormat::output_parser(chat::ToolParams tools, std::string_view prompt) const {
   switch (framing_) {
     case OutputFraming::muse_glimmer: return std::make_unique<chat::MuseGlimmerOutputParser>(std::move(tools));
+    case OutputFraming::harmony: return std::make_unique<chat::HarmonyOutputParser>();
     case OutputFraming::tagged: return std::make_unique<chat::TaggedOutputParser>(prompt_opens_thinking(prompt));
     case OutputFraming::llama3_json: return std::make_unique<chat::Llama3OutputParser>();
     case OutputFraming::plain: break;
@@ -69,6 +79,7 @@ bool ChatFormat::prompt_opens_thinking(std::string_view prompt) const {
 
 OutputFraming output_framing(const text::Tokenizer& tok) {
   if (ThinkingVocab::has_muse_framing(tok)) return OutputFraming::muse_glimmer;
+  if (ThinkingVocab::has_harmony_framing(tok)) return OutputFraming::harmony;
   if (has_text_tag(tok, "<think>") || has_text_tag(tok, "<tool_call>")) return OutputFraming::tagged;
   if (tok.find_token("<|python_tag|>")) return OutputFraming::llama3_json;
   return OutputFraming::plain;
@@ -76,6 +87,13 @@ OutputFraming output_framing(const text::Tokenizer& tok) {
 
 std::string ChatFormat::render(const chat::Json& messages, bool add_generation_prompt, const chat::Json& tools,
                                const chat::Json& extra) const {
+  // The request's levels reach the template as they are, except where harmony's has none.
+  if (framing_ == OutputFraming::harmony && extra.is_object() && extra.contains("reasoning_effort") &&
+      extra["reasoning_effort"] == "xhigh") {
+    chat::Json known = extra;
+    known["reasoning_effort"] = "high";
+    return chat::render_chat(template_, messages, add_generation_prompt, bos_, eos_, tools, known);
+  }
   return chat::render_chat(template_, messages, add_generation_prompt, bos_, eos_, tools, extra);
 }
 
@@ -101,12 +119,14 @@ std::vector<int32_t> ChatFormat::tokenize(const std::string& rendered,
   return tok_.encode(text, {.add_special = true, .parse_special = true, .literal_ranges = literal_ranges});
 }
 
+void ChatFormat::add_stop_id(int64_t id) {
+  if (id >= 0 && id < tok_.n_vocab() &&
+      std::find(stop_ids_.begin(), stop_ids_.end(), static_cast<int32_t>(id)) == stop_ids_.end())
+    stop_ids_.push_back(static_cast<int32_t>(id));
+}
+
 void ChatFormat::find_stop_ids(const model::Model& model) {
-  auto add = [this](int64_t id) {
-    if (id >= 0 && id < tok_.n_vocab() &&
-        std::find(stop_ids_.begin(), stop_ids_.end(), static_cast<int32_t>(id)) == stop_ids_.end())
-      stop_ids_.push_back(static_cast<int32_t>(id));
-  };
+  const auto add = [this](int64_t id) { add_stop_id(id); };
   add(tok_.eos_id());
   for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
     if (const auto* v = model.file().metadata().find(key))

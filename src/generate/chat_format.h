@@ -21,15 +21,20 @@ namespace squeeze::generate {
 //   muse_glimmer: messages `<|start|>ROLE<|message|>…` ended by <|eom|> (more follow) or
 //     <|eot|> (the turn ends), the thinking in `self` messages, tool calls in ATEM, read with
 //     control tokens rendered (chat/muse_glimmer_output.h);
+//   harmony: gpt-oss's messages `<|start|>assistant<|channel|>NAME<|message|>…` ended by
+//     <|end|> (more follow), <|call|> or <|return|>, the thinking in the analysis channel,
+//     calls as JSON to `functions.NAME`, read with control tokens rendered
+//     (chat/harmony_output.h, docs/harmony.md);
 //   tagged: `<think>…</think>` and `<tool_call>{json}</tool_call>` (Qwen2.5, Qwen3;
 //     chat/tagged_output.h);
 //   llama3_json: a call is the whole answer, {"name", "parameters"} (Llama 3.x;
 //     chat/llama3_output.h);
 //   plain: the answer is the text.
-enum class OutputFraming { plain, muse_glimmer, tagged, llama3_json };
+enum class OutputFraming { plain, muse_glimmer, harmony, tagged, llama3_json };
 // From the vocabulary: Muse Glimmer's when it has <|start|> <|message|> <|eom|> <|eot|>;
-// tagged when it has <think> or <tool_call> as text tokens (not control ones); llama3_json
-// when it has <|python_tag|>.
+// harmony when it has <|start|> <|channel|> <|message|> <|return|>; tagged when it has
+// <think> or <tool_call> as text tokens (not control ones); llama3_json when it has
+// <|python_tag|>.
 OutputFraming output_framing(const text::Tokenizer& tok);
 
 class ChatFormat {
@@ -38,7 +43,8 @@ class ChatFormat {
   explicit ChatFormat(const model::Model& model);
 
   // `tools` (a list, or null) and `extra` variables (e.g. reasoning_strength) reach the
-  // template as transformers' apply_chat_template passes them.
+  // template as transformers' apply_chat_template passes them; under harmony, whose
+  // template knows low, medium and high, a reasoning_effort of xhigh is passed as high.
   std::string render(const chat::Json& messages, bool add_generation_prompt, const chat::Json& tools = nullptr,
                      const chat::Json& extra = chat::Json::object()) const;
   // The rendering's token ids: special token texts become their tokens, except within
@@ -53,7 +59,8 @@ class ChatFormat {
 
   // Tokens that end an answer: EOS, tokenizer.ggml.eot_token_id / eom_token_id when set,
   // and the template's own end-of-turn token (found by rendering a probe answer and
-  // taking the special token that follows it, e.g. <|im_end|>, <end_of_turn>, <|eot_id|>).
+  // taking the special token that follows it, e.g. <|im_end|>, <end_of_turn>, <|eot_id|>);
+  // under harmony also <|return|> and <|call|> (a call ends the turn: the tool answers).
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
 
   // Chosen at load; every tool that turns generated text into an answer (the CLI, the
@@ -69,16 +76,19 @@ class ChatFormat {
   // What the framing carries: tool calls the parser returns as calls; thinking apart from
   // the answer; thinking a budget can limit (generate/thinking_budget.h).
   bool calls_tools() const { return framing_ != OutputFraming::plain; }
-  bool reasons() const { return framing_ == OutputFraming::muse_glimmer || thinks_in_tags_; }
-  bool thinks() const { return framing_ == OutputFraming::muse_glimmer || thinks_in_tags_; }
+  bool reasons() const { return frames_messages() || thinks_in_tags_; }
+  bool thinks() const { return frames_messages() || thinks_in_tags_; }
   // Control tokens reach the text (the output parser needs them).
-  bool renders_control() const { return framing_ == OutputFraming::muse_glimmer; }
+  bool renders_control() const { return frames_messages(); }
   // The tokens that end the turn: stop_ids() less those that end a message within it
-  // (<|eom|> under Muse Glimmer's framing: the parser reads the next message).
+  // (<|eom|> under Muse Glimmer's framing, <|end|> under harmony's: the parser reads the
+  // next message).
   const std::vector<int32_t>& turn_stop_ids() const { return turn_stop_ids_; }
 
  private:
   void find_stop_ids(const model::Model& model);
+  void add_stop_id(int64_t id);
+  bool frames_messages() const { return framing_ == OutputFraming::muse_glimmer || framing_ == OutputFraming::harmony; }
 
   const text::Tokenizer& tok_;
   ControlTexts controls_;

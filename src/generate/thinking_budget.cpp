@@ -37,6 +37,20 @@ std::string recipient_of(const std::string& header, bool* complete) {
   return header.substr(to + 3, end - to - 3);
 }
 
+constexpr std::string_view kChannelText = "<|channel|>";
+constexpr std::string_view kConstrainText = "<|constrain|>";
+
+// The channel a harmony header names ("<|channel|>analysis" → "analysis"), ended by
+// whitespace or markup.
+std::string_view channel_of(std::string_view header) {
+  const size_t at = header.rfind(kChannelText);
+  if (at == std::string_view::npos) return {};
+  const std::string_view rest = header.substr(at + kChannelText.size());
+  size_t end = 0;
+  while (end < rest.size() && !is_space(rest[end]) && rest[end] != '<') ++end;
+  return rest.substr(0, end);
+}
+
 }  // namespace
 
 std::optional<std::string> reasoning_level(std::string_view requested) {
@@ -67,6 +81,12 @@ bool ThinkingVocab::has_muse_framing(const text::Tokenizer& tok) {
   return true;
 }
 
+bool ThinkingVocab::has_harmony_framing(const text::Tokenizer& tok) {
+  for (const char* t : {"<|start|>", "<|channel|>", "<|message|>", "<|return|>"})
+    if (!tok.find_token(t)) return false;
+  return true;
+}
+
 namespace {
 // <think> / </think> written as text (Qwen3's user-defined tokens), not reserved control ones.
 std::optional<int32_t> text_tag(const text::Tokenizer& tok, const char* text) {
@@ -77,32 +97,58 @@ std::optional<int32_t> text_tag(const text::Tokenizer& tok, const char* text) {
 }  // namespace
 
 bool ThinkingVocab::supports(const text::Tokenizer& tok) {
-  return has_muse_framing(tok) || (text_tag(tok, "<think>") && text_tag(tok, "</think>"));
+  return has_muse_framing(tok) || has_harmony_framing(tok) || (text_tag(tok, "<think>") && text_tag(tok, "</think>"));
 }
 
 namespace {
 int32_t framing_token(const text::Tokenizer& tok, const char* text) {
   const auto id = tok.find_token(text);
-  SQZ_CHECK(id, "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens, or <think> and "
-                "</think>; this vocabulary lacks ", text);
+  SQZ_CHECK(id, "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens, harmony's "
+                "<|start|> <|channel|> <|message|> <|return|>, or <think> and </think>; this vocabulary lacks ",
+            text);
   return *id;
 }
 }  // namespace
 
 ThinkingVocab::ThinkingVocab(const text::Tokenizer& t)
-    : tok(t), kind(has_muse_framing(t) ? Kind::muse_glimmer : Kind::think_tags), pieces(static_cast<size_t>(t.n_vocab())) {
+    : tok(t),
+      kind(has_muse_framing(t) ? Kind::muse_glimmer : has_harmony_framing(t) ? Kind::harmony : Kind::think_tags),
+      pieces(static_cast<size_t>(t.n_vocab())) {
+  const auto text = [&](const char* s) { return t.encode(s, {.add_special = false, .parse_special = false}); };
   if (kind == Kind::muse_glimmer) {
     start = framing_token(t, "<|start|>");
     message = framing_token(t, "<|message|>");
     eom = framing_token(t, "<|eom|>");
     eot = framing_token(t, "<|eot|>");
-    assistant = t.encode("assistant", {.add_special = false, .parse_special = false});
+    assistant = text("assistant");
     close = {eom, start};
     close.insert(close.end(), assistant.begin(), assistant.end());
+  } else if (kind == Kind::harmony) {
+    start = framing_token(t, "<|start|>");
+    message = framing_token(t, "<|message|>");
+    channel = framing_token(t, "<|channel|>");
+    ret = framing_token(t, "<|return|>");
+    // The framing's other tokens may be missing from a vocabulary (not from o200k_harmony):
+    // -1 then, and a close without <|end|> (a message also ends at <|start|>).
+    const auto optional = [&](const char* s) { return t.find_token(s).value_or(-1); };
+    end = optional("<|end|>");
+    call = optional("<|call|>");
+    constrain = optional("<|constrain|>");
+    assistant = text("assistant");
+    // Straight into the answer, as the model ends its own analysis: the next message's
+    // header is written too, so no header is left to the model (it could name analysis).
+    const auto final_channel = text("final");
+    if (end >= 0) close.push_back(end);
+    close.push_back(start);
+    close.insert(close.end(), assistant.begin(), assistant.end());
+    close.push_back(channel);
+    close.insert(close.end(), final_channel.begin(), final_channel.end());
+    close.push_back(message);
   } else {
     SQZ_CHECK(text_tag(t, "<think>") && text_tag(t, "</think>"),
-              "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens, or <think> and "
-              "</think> as text tokens; this vocabulary has neither");
+              "a thinking budget needs Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|> tokens, harmony's "
+              "<|start|> <|channel|> <|message|> <|return|>, or <think> and </think> as text tokens; this vocabulary "
+              "has none");
     think = *text_tag(t, "<think>");
     think_end = *text_tag(t, "</think>");
     // As Qwen3 closes its own thinking: a newline, the tag, a blank line.
@@ -133,8 +179,10 @@ bool ThinkingBudget::starts_word(int32_t token) const {
   return !p.empty() && is_space(p.front());
 }
 
-bool ThinkingBudget::self_header(const std::string& header) const {
+bool ThinkingBudget::thinking_header(const std::string& header) const {
   bool complete = false;
+  if (vocab_->kind == ThinkingVocab::Kind::harmony)
+    return channel_of(header) == "analysis" && recipient_of(header, &complete).empty();
   return recipient_of(header, &complete) == "self";
 }
 
@@ -144,16 +192,16 @@ void ThinkingBudget::mask(std::span<float> logits) const {
     if (static_cast<size_t>(vocab_->think) < logits.size()) logits[static_cast<size_t>(vocab_->think)] = -INFINITY;
     return;
   }
-  // Any token that would make the header name `self`: the name completed, or <|message|>
-  // (or another control token) after it.
-  const bool named = self_header(header_);
+  // Any token that would make the header name `self` (or the analysis channel): the name
+  // completed, or <|message|> (or another control token) after it.
+  const bool named = thinking_header(header_);
   const auto& pieces = vocab_->pieces;
   for (size_t id = 0; id < logits.size() && id < pieces.size(); ++id) {
     if (control(static_cast<int32_t>(id))) {
       if (named) logits[id] = -INFINITY;
       continue;
     }
-    if (self_header(header_ + pieces[id])) logits[id] = -INFINITY;
+    if (thinking_header(header_ + pieces[id])) logits[id] = -INFINITY;
   }
 }
 
@@ -226,14 +274,78 @@ ThinkingBudget::Step ThinkingBudget::push_tags(int32_t token) {
   return out;
 }
 
+bool ThinkingBudget::harmony_framing(int32_t token) const {
+  const ThinkingVocab& v = *vocab_;
+  return token == v.start || token == v.message || token == v.channel || token == v.end || token == v.ret ||
+         token == v.call || token == v.constrain;  // (the absent ones are -1: never a token)
+}
+
+// Messages `<|start|>assistant HEADER<|message|>BODY` ended by <|end|> (another follows),
+// <|return|> or <|call|> (the turn is over); the header's channel and recipient are text
+// after <|channel|> and `to=`. Framing tokens are told by id, not by type: a vocabulary may
+// type them otherwise.
+ThinkingBudget::Step ThinkingBudget::push_harmony(int32_t token) {
+  Step out;
+  const ThinkingVocab& v = *vocab_;
+  // Where a framing token (outside a header) leads.
+  const auto follow = [&](int32_t t) {
+    if (t == v.end) {
+      state_ = State::after_eom;
+    } else if (t == v.ret || t == v.call) {
+      state_ = State::done;
+    } else if (t == v.start) {
+      state_ = State::header, header_.clear();
+    } else if (t == v.channel) {  // a header in place of <|end|><|start|>assistant
+      state_ = State::header, header_ = kChannelText;
+    } else {
+      return false;
+    }
+    return true;
+  };
+  switch (state_) {
+    case State::header:
+      if (token == v.message) state_ = thinking_header(header_) ? State::thinking : State::body;
+      else if (token == v.end) state_ = State::after_eom;
+      else if (token == v.ret || token == v.call) state_ = State::done;
+      else if (token == v.start) header_.clear();
+      else if (token == v.channel) header_ += kChannelText;
+      else if (token == v.constrain) header_ += kConstrainText;
+      else header_ += piece(token);
+      out.emit.push_back(token);
+      return out;
+    case State::thinking:
+      if (harmony_framing(token) || control(token)) {  // the model ends its analysis itself
+        release_through_boundary(out);
+        out.emit.push_back(token);
+        if (!follow(token)) state_ = State::body;
+        return out;
+      }
+      if (think(token, out)) state_ = State::body;  // the close opened the final answer
+      return out;
+    case State::body:
+      follow(token);
+      out.emit.push_back(token);
+      return out;
+    case State::after_eom:
+      if (!follow(token) && !control(token)) state_ = State::body;
+      out.emit.push_back(token);
+      return out;
+    case State::done:
+      out.emit.push_back(token);
+      return out;
+  }
+  return out;
+}
+
 ThinkingBudget::Step ThinkingBudget::push(int32_t token) {
   if (vocab_->kind == ThinkingVocab::Kind::think_tags) return push_tags(token);
+  if (vocab_->kind == ThinkingVocab::Kind::harmony) return push_harmony(token);
   Step out;
   const ThinkingVocab& v = *vocab_;
   const bool is_control = control(token);
   switch (state_) {
     case State::header:
-      if (token == v.message) state_ = self_header(header_) ? State::thinking : State::body;
+      if (token == v.message) state_ = thinking_header(header_) ? State::thinking : State::body;
       else if (token == v.eot) state_ = State::done;
       else if (token == v.start) header_.clear();
       else header_ += piece(token);

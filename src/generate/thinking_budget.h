@@ -1,15 +1,17 @@
 // generate/thinking_budget.h — reasoning effort as an enforced budget of thinking tokens,
 // for models that think apart from their answer: in Muse Glimmer's framing (a message to
-// recipient `self`) or between `<think>` and `</think>` (Qwen3).
+// recipient `self`), in harmony's (gpt-oss: a message in the `analysis` channel) or between
+// `<think>` and `</think>` (Qwen3).
 //
 // One counter per assistant turn: every thinking token counts, however many thinking
 // messages the turn has. When the next sampled token would exceed the budget, the thinking
 // is closed at the last word boundary at or before the budget: the tokens of the unfinished
 // word (held back from the output while the word was being written) are taken back from
 // the KV cache, and the close is run in their place — `<|eom|><|start|>assistant`, so the
-// model goes on to its next message, or `\n</think>\n\n`, so it answers. From then on the
-// turn may not open the thinking again (`self` as a recipient, or `<think>`, is masked), so
-// it must answer or call a tool. A budget of 0 is the no-thinking baseline: the thinking is
+// model goes on to its next message, `<|end|><|start|>assistant<|channel|>final<|message|>`
+// (harmony: straight into the answer), or `\n</think>\n\n`, so it answers. From then on the
+// turn may not open the thinking again (`self` as a recipient, `analysis` as a channel, or
+// `<think>`, is masked), so it must answer or call a tool. A budget of 0 is the no-thinking baseline: the thinking is
 // masked from the start.
 //
 //   ThinkingBudget b(tok, 192);          // after a prompt ending in `<|start|>assistant`
@@ -49,20 +51,26 @@ ReasoningBudgets reasoning_budgets_from_metadata(const gguf::Metadata& meta);
 // What a budget needs to know of the vocabulary, computed once per model (every token's
 // text: a vocabulary of 200k tokens makes that worth sharing between turns and requests).
 struct ThinkingVocab {
-  enum class Kind { muse_glimmer, think_tags };
-  // The vocabulary must have Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|>, or
-  // <think> and </think> as text tokens (else a one-line error).
+  enum class Kind { muse_glimmer, harmony, think_tags };
+  // The vocabulary must have Muse Glimmer's <|start|> <|message|> <|eom|> <|eot|>, harmony's
+  // <|start|> <|channel|> <|message|> <|return|>, or <think> and </think> as text tokens
+  // (else a one-line error).
   explicit ThinkingVocab(const text::Tokenizer& tok);
-  // Whether the vocabulary has either framing; has_muse_framing: Muse Glimmer's.
+  // Whether the vocabulary has any of the framings; has_muse_framing: Muse Glimmer's (it
+  // wins over harmony's where a vocabulary has both); has_harmony_framing: harmony's.
   static bool supports(const text::Tokenizer& tok);
   static bool has_muse_framing(const text::Tokenizer& tok);
+  static bool has_harmony_framing(const text::Tokenizer& tok);
 
   const text::Tokenizer& tok;
   Kind kind;
-  int32_t start = -1, message = -1, eom = -1, eot = -1;  // muse_glimmer
-  int32_t think = -1, think_end = -1;                    // think_tags
-  std::vector<int32_t> assistant;  // the tokens of "assistant" after <|start|> (muse_glimmer)
-  // The tokens a forced close runs: <|eom|> <|start|> assistant, or "\n</think>\n\n".
+  int32_t start = -1, message = -1, eom = -1, eot = -1;  // muse_glimmer (start, message: harmony too)
+  // harmony: <|channel|> <|return|>, and <|end|> <|call|> <|constrain|> (-1 when absent)
+  int32_t channel = -1, end = -1, ret = -1, call = -1, constrain = -1;
+  int32_t think = -1, think_end = -1;  // think_tags
+  std::vector<int32_t> assistant;      // the tokens of "assistant" after <|start|> (muse_glimmer, harmony)
+  // The tokens a forced close runs: <|eom|> <|start|> assistant, <|end|> <|start|> assistant
+  // <|channel|> final <|message|>, or "\n</think>\n\n".
   std::vector<int32_t> close;
   int64_t close_length() const { return static_cast<int64_t>(close.size()); }
   std::vector<std::string> pieces;  // every token's text (control tokens: empty)
@@ -84,8 +92,9 @@ class ThinkingBudget {
   // Whether mask() would change anything now (a header is being written, or <think> may
   // open, after the budget is spent): callers copy the logits only then.
   bool restricts() const { return spent_ && state_ == State::header; }
-  // Sets to −inf the logits of tokens the turn may not write next (a `self` header, or
-  // <think>, once thinking is over budget). `logits` has the vocabulary's size.
+  // Sets to −inf the logits of tokens the turn may not write next (a `self` header, an
+  // `analysis` channel, or <think>, once thinking is over budget). `logits` has the
+  // vocabulary's size.
   void mask(std::span<float> logits) const;
 
   struct Step {
@@ -113,10 +122,13 @@ class ThinkingBudget {
   bool forced_close() const { return forced_; }       // the budget closed the thinking
 
  private:
-  // think_tags use header (before <think>), thinking and body.
+  // think_tags use header (before <think>), thinking and body; after_eom is also harmony's
+  // after <|end|>.
   enum class State { header, thinking, body, after_eom, done };
   bool starts_word(int32_t token) const;
-  bool self_header(const std::string& header) const;
+  // The header (as written so far) opens a thinking message: recipient `self`, or (harmony)
+  // channel `analysis` with no recipient.
+  bool thinking_header(const std::string& header) const;
   void release_through_boundary(Step& out);
   // A thinking token: counted and held (released a whole word at a time) while under the
   // budget; else the close. True when the budget closed the thinking.
@@ -124,14 +136,16 @@ class ThinkingBudget {
   // Over budget at `token`: the thinking closes at the last word boundary (close, force).
   void close_thinking(bool new_word, Step& out);
   Step push_tags(int32_t token);
+  Step push_harmony(int32_t token);
+  bool harmony_framing(int32_t token) const;  // one of harmony's framing tokens, whatever its type
 
   std::shared_ptr<const ThinkingVocab> vocab_;
   const std::string& piece(int32_t token) const { return vocab_->pieces[static_cast<size_t>(token)]; }
   bool control(int32_t token) const { return vocab_->tok.token_type(token) == text::TokenType::control; }
   int64_t budget_, max_takeback_;
   State state_ = State::header;
-  std::string header_ = "assistant";
-  bool spent_ = false;    // `self` may not be opened again this turn
+  std::string header_ = "assistant";  // (harmony: with <|channel|> and <|constrain|> as their text)
+  bool spent_ = false;    // the thinking may not be opened again this turn
   bool forced_ = false;
   int64_t used_ = 0;
   std::vector<int32_t> held_;  // thinking tokens run but not yet released (the current word)

@@ -80,6 +80,7 @@ std::shared_ptr<const generate::JsonGrammar> tool_choice_grammar(const ToolChoic
       args_key = "parameters";
       break;
     case generate::OutputFraming::muse_glimmer:
+    case generate::OutputFraming::harmony:
       throw bad_choice("'tool_choice' \"" + choice.mode + "\" needs a model whose calls are plain text; this model frames "
                        "them with control tokens");
     case generate::OutputFraming::plain:

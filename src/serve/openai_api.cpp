@@ -262,9 +262,10 @@ Json template_content(const Json& content, const std::string& where, const ApiCo
 }
 
 // OpenAI messages → what the template reads: content flattened to text, tool-call
-// arguments (JSON strings on the wire) decoded to objects, reasoning_content kept.
-// Content of user, tool and assistant messages goes through `literals` (when given): the
-// control-token texts it spells stay text. System messages are the operator's.
+// arguments (JSON strings on the wire) decoded to objects, reasoning_content kept (under
+// harmony also as `thinking`, what gpt-oss's template reads). Content of user, tool and
+// assistant messages goes through `literals` (when given): the control-token texts it spells
+// stay text. System messages are the operator's.
 Json template_messages(const Json& body, const ApiContext& ctx, PendingImages* images, generate::ContentLiterals* literals) {
   if (!body.contains("messages")) throw bad("messages", "'messages' is required");
   const Json& in = body["messages"];
@@ -309,6 +310,11 @@ Json template_messages(const Json& body, const ApiContext& ctx, PendingImages* i
         }
         t["tool_calls"] = calls;
       }
+      // gpt-oss's template reads the reasoning as `thinking`; beside a call it takes the
+      // thinking or the content, never both (the content, when there is one, stays).
+      if (ctx.chat && ctx.chat->framing() == generate::OutputFraming::harmony && t.contains("reasoning_content") &&
+          !(t.contains("tool_calls") && t["content"].is_string() && !t["content"].get<std::string>().empty()))
+        t["thinking"] = t["reasoning_content"];
     }
     if (role == "tool") {
       if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) t["tool_call_id"] = m["tool_call_id"];

@@ -1,9 +1,10 @@
 // tests/generate/test_output_framing.cpp — which output framing (and so which parser) a
-// vocabulary gets: Muse Glimmer's specials, Qwen's <think> / <tool_call>, Llama 3's
-// <|python_tag|>, else plain; and that ChatFormat's parser for a tagged vocabulary starts
+// vocabulary gets: Muse Glimmer's specials, harmony's (gpt-oss), Qwen's <think> / <tool_call>,
+// Llama 3's <|python_tag|>, else plain; and that ChatFormat's parser for a tagged vocabulary starts
 // inside the thinking only when the prompt opened it.
 #include <gtest/gtest.h>
 
+#include "common/harmony_tokenizer.h"
 #include "common/muse_tokenizer.h"
 #include "generate/chat_format.h"
 #include "train/corpus.h"
@@ -36,6 +37,15 @@ TEST(OutputFraming, TheVocabularyChoosesTheFraming) {
             OutputFraming::tagged);
   EXPECT_EQ(generate::output_framing(vocabulary({"<|begin_of_text|>", "<|eot_id|>", "<|python_tag|>"})),
             OutputFraming::llama3_json);
+  EXPECT_EQ(generate::output_framing(harmony_test_tokenizer("one two three ", 20, 300)), OutputFraming::harmony);
+  EXPECT_EQ(generate::output_framing(vocabulary({"<|start|>", "<|channel|>", "<|message|>", "<|return|>"})),
+            OutputFraming::harmony);
+  // Harmony needs <|channel|> and <|return|> beside <|start|> <|message|>; Muse Glimmer's
+  // specials win where a vocabulary has both.
+  EXPECT_EQ(generate::output_framing(vocabulary({"<|start|>", "<|message|>", "<|return|>"})), OutputFraming::plain);
+  EXPECT_EQ(generate::output_framing(
+                vocabulary({"<|start|>", "<|channel|>", "<|message|>", "<|return|>", "<|eom|>", "<|eot|>"})),
+            OutputFraming::muse_glimmer);
   // squeeze's own trained vocabularies reserve <think> as a control token: plain.
   EXPECT_EQ(generate::output_framing(vocabulary({"<|endoftext|>", "<|im_start|>", "<|im_end|>"})), OutputFraming::plain);
 }

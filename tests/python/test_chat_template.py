@@ -10,6 +10,11 @@ does; where jinja2 raises (e.g. Gemma's role alternation check), squeeze must fa
 one line on stderr. GGUF files under build/models/ (or $SQUEEZE_MODELS) are rendered
 from their embedded tokenizer.chat_template too, when present.
 
+gpt-oss (harmony): tests/fixtures/chat_templates/gpt-oss.jinja is OpenAI's published
+template (llama.cpp's models/templates/openai-gpt-oss-120b.jinja, unchanged); the
+harmony_* conversations cover what it renders (reasoning_effort, developer instructions,
+TypeScript-like tool namespaces, `thinking`, calls and results).
+
 Muse Glimmer: tests/fixtures/chat_templates/muse-glimmer.jinja is written here from the
 documented format. The released template is never committed; where a llama.cpp source
 tree is given ($SQUEEZE_LLAMA_CPP_DIR: llama.cpp itself, or an unpacked llama-cpp-python
@@ -82,6 +87,46 @@ WRITE_TOOL = {"name": "files.write", "description": "Write a text file.", "param
     "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"},
                                      "append": {"type": "boolean"}}}}
 MUSE_CONTEXT = {"tool_namespace_descriptions": {"files": "The sandbox's file system."}}
+
+# gpt-oss renders tool schemas as TypeScript types: every branch of its render_typescript_type
+# (typed arrays, arrays of objects, nullable, type lists, oneOf with and without objects,
+# defaults with and without enums, nested objects, untyped parameters), and tools without
+# parameters.
+FLIGHT_TOOL = {"type": "function", "function": {
+    "name": "search_flights", "description": "Find flights between two airports.",
+    "parameters": {"type": "object", "required": ["origin", "destination"], "properties": {
+        "origin": {"type": "string", "description": "IATA code, e.g. \"CDG\""},
+        "destination": {"type": "string"},
+        "cabin": {"type": "string", "enum": ["economy", "business", "first"], "default": "economy"},
+        "passengers": {"type": "integer", "description": "Adults.", "default": 1},
+        "max_price": {"type": "number", "default": 99.5},
+        "direct_only": {"type": "boolean", "default": False},
+        "note": {"type": "string", "nullable": True},
+        "dates": {"type": "array", "items": {"type": "string"}},
+        "scores": {"type": "array", "items": {"type": "number"}, "nullable": True},
+        "counts": {"type": "array", "items": {"type": "integer"}},
+        "flags": {"type": "array", "items": {"type": "boolean"}},
+        "ids": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}}}},
+        "legs": {"type": "array", "items": {"type": "object", "required": ["from", "to"], "properties": {
+            "from": {"type": "string"}, "to": {"type": "string"}, "stops": {"type": "integer"}}}},
+        "matrix": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+        "tags": {"type": "array"},
+        "anything": {"description": "Free-form."},
+        "filters": {"type": "object", "required": ["airline"], "properties": {
+            "airline": {"type": "string", "nullable": True},
+            "alliances": {"type": "array", "items": {"type": "string"}},
+            "window": {"type": "object", "required": ["start"], "properties": {
+                "start": {"type": "string"}, "end": {"type": "string"}}}}},
+        "meta": {"type": "object"},
+        "sort": {"oneOf": [{"type": "string", "enum": ["price", "duration"], "description": "a field"},
+                           {"type": "integer", "default": 0}], "default": "price"},
+        "payload": {"oneOf": [{"type": "object"}, {"type": "string"}]},
+        "union": {"type": ["string", "number"]},
+        "single": {"type": ["integer"]},
+    }}}}
+CLOCK_TOOL = {"type": "function", "function": {"name": "get_time", "description": "The current time.",
+                                                "parameters": {"type": "object", "properties": {}}}}
+PING_TOOL = {"type": "function", "function": {"name": "ping", "description": "", "parameters": {}}}
 
 CONVERSATIONS = {
     "single_user": {"messages": [{"role": "user", "content": "Hello!"}]},
@@ -212,6 +257,49 @@ CONVERSATIONS = {
         {"role": "assistant", "content": "<think>\nIt said 18.\n</think>\n\nIt is 18 °C."},
         {"role": "user", "content": "Thanks"},
     ]},
+    # gpt-oss (harmony): the system message's reasoning level, the developer message's
+    # instructions and TypeScript-like tool namespace, the `thinking` field (kept only before
+    # a tool call that no final answer follows yet, or on a last assistant turn rendered for
+    # training), one call per assistant message, results as JSON strings.
+    "harmony_instructions_low": {"context": {"reasoning_effort": "low"}, "messages": [
+        {"role": "system", "content": "You are a travel agent.\nBe brief."},
+        {"role": "user", "content": "Cheapest way to Lyon?"},
+    ]},
+    "harmony_tools_high": {"tools": [FLIGHT_TOOL, WEATHER_TOOL, CLOCK_TOOL, PING_TOOL],
+                           "context": {"reasoning_effort": "high"}, "messages": [
+        {"role": "developer", "content": "Use the tools."},
+        {"role": "user", "content": "Flights CDG to JFK?"},
+    ]},
+    "harmony_call_pending": {"tools": [WEATHER_TOOL], "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "thinking": "Need the tool: get_weather(city=Paris).", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {
+                "name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius", "days": 2}}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 18.5, \"sky\": \"cloudy \\\"grey\\\"\"}"},
+    ]},
+    "harmony_call_answered": {"tools": [WEATHER_TOOL], "context": {"reasoning_effort": "medium"}, "messages": [
+        {"role": "system", "content": "Answer in one line."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "thinking": "Call the tool.", "tool_calls": [
+            {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "content": "18 °C"},
+        {"role": "assistant", "thinking": "It said 18 °C.", "content": "It is 18 °C in Paris."},
+    ]},
+    "harmony_reasoning_history": {"messages": [
+        {"role": "user", "content": "What is 17 * 23?"},
+        {"role": "assistant", "thinking": "17 * 20 + 17 * 3 = 391.", "content": "391"},
+        {"role": "user", "content": "And 391 / 17?"},
+        {"role": "assistant", "thinking": "Back to 23.", "content": "23"},
+    ]},
+    "harmony_builtin_tools": {"context": {"builtin_tools": ["browser", "python"], "model_identity": "You are Squeeze.",
+                                          "reasoning_effort": "low"}, "messages": [
+        {"role": "user", "content": "Search the web for squeeze."},
+    ]},
+    "harmony_channel_in_content": {"messages": [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "<|channel|>final<|message|>Hello"},
+        {"role": "user", "content": "Again"},
+    ]},
     # Llama 3.1: tools in the system message instead of the first user message, a fixed date.
     "llama_tools_in_system": {"tools": [WEATHER_TOOL], "context": {"tools_in_user_message": False,
                                                                   "date_string": "01 Jun 2026"}, "messages": [
@@ -272,7 +360,7 @@ def check_same(ok, expected, r):
 def test_fixtures_present():
     names = {os.path.basename(t) for t in TEMPLATES}
     assert {"smollm2-chatml.jinja", "gemma-3-it.jinja", "llama-3.2-instruct.jinja", "qwen2.5-instruct.jinja",
-            "muse-glimmer.jinja", "qwen3.jinja", "qwen3.5.jinja", "llama-3.1-instruct.jinja"} <= names
+            "muse-glimmer.jinja", "qwen3.jinja", "qwen3.5.jinja", "llama-3.1-instruct.jinja", "gpt-oss.jinja"} <= names
 
 
 @pytest.mark.parametrize("add_generation_prompt", [False, True])
@@ -335,6 +423,58 @@ def test_muse_glimmer_renders_the_format():
                                 "<|start|>assistant to=user<|message|>Explicitly open turn.<|eom|>")
     ok, text = reference(mg, context_for(CONVERSATIONS["mg_string_arguments"], False))
     assert not ok and "must be an object" in text
+
+
+def test_gpt_oss_renders_the_format():
+    # Spot checks of gpt-oss's published template (harmony) on the format's landmarks, so that
+    # the byte-for-byte comparison above compares something.
+    oss = open(os.path.join(FIXTURES, "gpt-oss.jinja"), encoding="utf-8").read()
+    ok, text = reference(oss, context_for(CONVERSATIONS["single_user"], True))
+    assert ok and text.startswith("<|start|>system<|message|>You are ChatGPT, a large language model trained by "
+                                  "OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2024-07-26\n\nReasoning: medium\n\n"
+                                  "# Valid channels: analysis, commentary, final. Channel must be included for every "
+                                  "message.<|end|><|start|>user<|message|>Hello!<|end|>")
+    assert text.endswith("<|end|><|start|>assistant")
+    ok, text = reference(oss, context_for(CONVERSATIONS["harmony_instructions_low"], True))
+    assert ok and "Reasoning: low\n\n" in text
+    assert "<|start|>developer<|message|># Instructions\n\nYou are a travel agent.\nBe brief.\n\n<|end|>" in text
+    ok, text = reference(oss, context_for(CONVERSATIONS["harmony_tools_high"], False))
+    assert ok and "Reasoning: high\n\n" in text
+    assert "\nCalls to these tools must go to the commentary channel: 'functions'.<|end|>" in text
+    assert ("# Tools\n\n## functions\n\nnamespace functions {\n\n// Find flights between two airports.\n"
+            "type search_flights = (_: {\n// IATA code, e.g. \"CDG\"\norigin: string,\ndestination: string,\n"
+            "cabin?: \"economy\" | \"business\" | \"first\", // default: economy,\n") in text
+    assert "dates?: string[],\nscores?: number[] | null,\n" in text and "// The current time.\ntype get_time = () => any;" in text
+    ok, text = reference(oss, context_for(CONVERSATIONS["harmony_call_pending"], True))
+    assert ok and ("<|start|>user<|message|>Weather in Paris?<|end|><|start|>assistant<|channel|>analysis<|message|>"
+                   "Need the tool: get_weather(city=Paris).<|end|><|start|>assistant to=functions.get_weather"
+                   "<|channel|>commentary json<|message|>{\"city\": \"Paris\", \"unit\": \"celsius\", \"days\": 2}"
+                   "<|call|><|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"{\\\"temp") in text
+    # A call's analysis is dropped once a final answer follows it; the last turn's thinking is
+    # rendered (with <|return|>) only without the generation prompt.
+    ok, text = reference(oss, context_for(CONVERSATIONS["harmony_call_answered"], False))
+    assert ok and "Call the tool." not in text
+    assert text.endswith("<|start|>assistant<|channel|>analysis<|message|>It said 18 °C.<|end|>"
+                         "<|start|>assistant<|channel|>final<|message|>It is 18 °C in Paris.<|return|>")
+    ok, text = reference(oss, context_for(CONVERSATIONS["harmony_reasoning_history"], True))
+    assert ok and "17 * 20" not in text and "Back to 23." not in text
+    ok, text = reference(oss, context_for(CONVERSATIONS["harmony_channel_in_content"], True))
+    assert not ok and "<|channel|> tags in the content field" in text
+
+
+def test_gpt_oss_fixture_is_the_published_template():
+    # tests/fixtures/chat_templates/gpt-oss.jinja is llama.cpp's copy of OpenAI's template,
+    # unchanged; checked where a llama.cpp source tree is given.
+    root = os.environ.get("SQUEEZE_LLAMA_CPP_DIR", "")
+    if not root:
+        pytest.skip("SQUEEZE_LLAMA_CPP_DIR (a llama.cpp source tree or llama-cpp-python sdist) is not set")
+    for sub in ("", os.path.join("vendor", "llama.cpp")):
+        path = os.path.join(root, sub, "models", "templates", "openai-gpt-oss-120b.jinja")
+        if os.path.isfile(path):
+            published = open(path, encoding="utf-8").read()
+            assert open(os.path.join(FIXTURES, "gpt-oss.jinja"), encoding="utf-8").read() == published
+            return
+    pytest.skip(f"no models/templates/openai-gpt-oss-120b.jinja under {root}")
 
 
 def _official_muse_glimmer():
