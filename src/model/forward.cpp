@@ -1,12 +1,13 @@
 // model/forward.cpp — the one forward pass, for every architecture squeeze runs (glimmer,
 // llama = glimmer with every layer global, gemma3 and muse-glimmer = glimmer with their
-// options on, the qwen family with theirs), as straight-line named steps over the rows of
-// one step (one or more sequences' chunks, model/forward.h):
+// options on, the qwen family and gpt-oss with theirs), as straight-line named steps over
+// the rows of one step (one or more sequences' chunks, model/forward.h):
 //   embed (× embd_scale, RMS-normalised?) → per layer [pre-norm?, Q/K/V (+ biases?),
-//   QK-norm?, RoPE (base per layer kind; none on NoPE global layers), KV append, attention
-//   (windowed on local layers, attn_scale), × sigmoid(output gate)?, output projection,
-//   post-norm?, residual, pre-norm?, gated FFN (SwiGLU or GeGLU) or routed experts (expert
-//   layers), post-norm?, residual] → final norm → output head → × logit scale → soft-cap?.
+//   QK-norm?, RoPE (base per layer kind, YaRN?; none on NoPE global layers), KV append,
+//   attention (windowed on local layers, attn_scale, sinks?), × sigmoid(output gate)?,
+//   output projection (+ bias?), post-norm?, residual, pre-norm?, gated FFN (SwiGLU, GeGLU
+//   or gpt-oss's clamped SwiGLU) or routed experts (expert layers, biases?), post-norm?,
+//   residual] → final norm → output head → × logit scale → soft-cap?.
 //   The options are ModelConfig fields (model/config.h). Shapes in comments: n = tokens in
 //   the chunk, E = n_embd, F = n_ff, H·D = q_dim, Hk·D = kv_dim, V = n_vocab, X = experts.
 #include <algorithm>

@@ -341,6 +341,39 @@ def test_qwen3moe_config_errors_are_one_line(tmp_path):
     expect_refused(d, str(tmp_path / "missing_expert.gguf"), "'model.layers.1.mlp.experts.5.up_proj.weight' is missing")
 
 
+def test_gpt_oss_config_and_mxfp4_errors_are_one_line(tmp_path):
+    # The gpt-oss fixtures (tests/fixtures/hf_tiny/gpt-oss[-mxfp4]) made wrong one way at a time.
+    fixtures = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "hf_tiny")
+    cases = [
+        ("limit", ("swiglu_limit", 8.0), "swiglu_limit / swiglu_alpha differ from gpt-oss's 7 / 1.702"),
+        ("truncate", ("rope_parameters", {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
+                                          "original_max_position_embeddings": 4096, "truncate": True}),
+         "YaRN truncate is true; a gpt-oss GGUF can only say false"),
+        ("tied", ("tie_word_embeddings", True), "tie_word_embeddings is true"),
+        ("experts", ("num_local_experts", 6), "config.json implies"),
+    ]
+    for name, (key, value), needle in cases:
+        d = str(tmp_path / name)
+        shutil.copytree(os.path.join(fixtures, "gpt-oss"), d)
+        with open(os.path.join(d, "config.json")) as f:
+            config = json.load(f)
+        config[key] = value
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(config, f)
+        expect_refused(d, str(tmp_path / (name + ".gguf")), needle)
+    # MXFP4 blocks and scales whose shapes (same bytes) disagree with config.json
+    for name, edit, needle in [
+        ("scales", lambda h: h["model.layers.2.mlp.experts.down_proj_scales"].__setitem__("shape", [5, 32, 2]),
+         "'model.layers.2.mlp.experts.down_proj_scales' has shape [5, 32, 2], config.json implies [5, 64, 1]"),
+        ("blocks", lambda h: h["model.layers.0.mlp.experts.gate_up_proj_blocks"].__setitem__("shape", [5, 32, 4, 16]),
+         "'model.layers.0.mlp.experts.gate_up_proj_blocks' has shape [5, 32, 4, 16], config.json implies [5, 64, 2, 16]"),
+    ]:
+        d = str(tmp_path / ("mxfp4_" + name))
+        shutil.copytree(os.path.join(fixtures, "gpt-oss-mxfp4"), d)
+        edit_safetensors_header(os.path.join(d, "model.safetensors"), edit)
+        expect_refused(d, str(tmp_path / ("mxfp4_" + name + ".gguf")), needle)
+
+
 def test_muse_layer_rope_theta(tmp_path):
     # transformers reads only the zeros of layer_rope_theta (NoPE); other values fall back to
     # rope_theta. Zeros must be exactly the full-attention layers (layer 1 of 2 here).
