@@ -26,7 +26,7 @@ using quant::GgmlType;
 
 constexpr GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::MXFP4};
 // Rotate over at least this many weight bytes (8× the L3) so each GEMV reads from DRAM.
 constexpr size_t kRotateBytes = size_t{256} << 20;
 
@@ -169,7 +169,9 @@ const bool kRegistered = [] {
     for (bool packed : {false, true}) {
       if (packed && !quant::packs(type)) continue;
       const std::string tag = name + (packed ? "+packed" : "");
-      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}})
+      std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 4096}, {14336, 4096}};
+      if (type == GgmlType::MXFP4) shapes.emplace_back(2880, 2880);  // one gpt-oss expert
+      for (auto [rows, cols] : shapes)
         benchmark::RegisterBenchmark(("Gemv/" + tag + "/" + std::to_string(rows) + "x" + std::to_string(cols)).c_str(),
                                      BM_Gemv, type, rows, cols, packed)
             ->Arg(0)

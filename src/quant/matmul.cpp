@@ -25,7 +25,7 @@ const QuantTraits& check(const QMatrix& W, const QuantTraits* kernels) {
 }
 
 // Quantizes M activation rows to the dot type; returns the row stride in bytes.
-// block_sums: each row also carries its blocks' sums (packed Q4_1 / Q8_0, quant/packed.h).
+// block_sums: each row also carries its blocks' sums (packed Q4_1 / Q8_0 / MXFP4, quant/packed.h).
 int64_t quantize_activations(const QuantTraits& t, const float* X, int64_t ldx, int64_t M, int64_t K,
                              AlignedBuffer& buf, ThreadPool* pool, bool block_sums = false) {
   if (t.dot_type == GgmlType::F32) return 0;  // used in place
@@ -186,7 +186,7 @@ void gemv_many(ThreadPool& pool, std::span<const GemvOutput> outputs, const floa
   GgmlType act_types[kMaxParts];
   int n_acts = 0;
   int64_t total = 0;
-  // an activation row shared by a packed Q4_1 or Q8_0 matrix carries the block sums (the other
+  // an activation row shared by a packed Q4_1, Q8_0 or MXFP4 matrix carries the block sums (the other
   // kernels read only its blocks)
   bool sums_for[kMaxParts] = {};
   for (size_t i = 0; i < outputs.size(); ++i) {

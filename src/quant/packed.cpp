@@ -51,6 +51,11 @@ void avx2_packed_tile_q8_0(int64_t K, const void* group, const void* a, int64_t 
                            int64_t ldy, int n_valid);
 void avx2_packed_gemv_q8_0(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
                            const int* n_valid);
+// packed_avx2.cpp (MXFP4)
+void avx2_packed_tile_mxfp4(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                            int64_t ldy, int n_valid);
+void avx2_packed_gemv_mxfp4(int64_t K, const void* const* groups, int ng, const void* a, float* const* y,
+                            const int* n_valid);
 }  // namespace impl
 
 namespace {
@@ -241,6 +246,36 @@ void ref_packed_tile_q80(int64_t K, const void* group, const void* a, int64_t a_
                                 });
 }
 
+void pack_group_mxfp4(const uint8_t* src, int64_t row_bytes, int n_rows, int64_t nb, PackedMXFP4* dst) {
+  std::memset(dst, 0, static_cast<size_t>(nb) * sizeof(PackedMXFP4));
+  for (int r = 0; r < n_rows; ++r) {
+    const auto* row = reinterpret_cast<const BlockMXFP4*>(src + r * row_bytes);
+    for (int64_t i = 0; i < nb; ++i) {
+      PackedMXFP4& p = dst[i];
+      p.e[r] = row[i].e;
+      for (int q = 0; q < 4; ++q) std::memcpy(p.qs[q][r], row[i].qs + 4 * q, 4);
+    }
+  }
+}
+
+// The definition of the packed MXFP4 product (quant/packed.h): the signed table values
+// directly (the SIMD kernels' offset form Σ u·a − 12·Σ a is the same integer), so the block
+// sums go unused here.
+void ref_packed_tile_mxfp4(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
+                           int64_t ldy, int n_valid) {
+  ref_tile_q8_0_act<PackedMXFP4>(K, group, a, a_stride, nt, y, ldy, n_valid,
+                                 [](const PackedMXFP4& p, int r, const BlockQ8_0& x, int16_t, float acc) {
+                                   int32_t sumi = 0;
+                                   for (int q = 0; q < 4; ++q)
+                                     for (int e = 0; e < 4; ++e) {
+                                       const uint8_t byte = p.qs[q][r][e];
+                                       sumi += kMxfp4Values[byte & 0x0F] * x.qs[4 * q + e] +
+                                               kMxfp4Values[byte >> 4] * x.qs[16 + 4 * q + e];
+                                     }
+                                   return std::fma(e8m0_half(p.e[r]) * f16_to_f32(x.d), static_cast<float>(sumi), acc);
+                                 });
+}
+
 template <PackedTile Tile>
 void ref_packed_gemv(int64_t K, const void* const* groups, int ng, const void* a, float* const* y, const int* n_valid) {
   for (int k = 0; k < ng; ++k) Tile(K, groups[k], a, 0, 1, y[k], 0, n_valid[k]);
@@ -273,6 +308,12 @@ KernelPair kernel_pair(GgmlType type, kernels::cpu::Isa isa) {
       if (vnni) return {impl::avx512_packed_tile_q8_0, impl::avx512_packed_gemv_q8_0};
       if (avx2) return {impl::avx2_packed_tile_q8_0, impl::avx2_packed_gemv_q8_0};
       return {};
+    case GgmlType::MXFP4:
+      // No VNNI kernel (yet): on such CPUs MXFP4 stays unpacked (its AVX-512 dot).
+      if (isa == Isa::Scalar) return {ref_packed_tile_mxfp4, ref_packed_gemv<ref_packed_tile_mxfp4>};
+      if (vnni) return {};
+      if (avx2) return {impl::avx2_packed_tile_mxfp4, impl::avx2_packed_gemv_mxfp4};
+      return {};
     case GgmlType::Q4_K:
       if (isa == Isa::Scalar) return {ref_packed_tile_q4k, ref_packed_gemv<ref_packed_tile_q4k>};
       if (vnni) return {impl::avx512_packed_tile_q4_k, impl::avx512_packed_gemv_q4_k};
@@ -303,11 +344,13 @@ bool packs(GgmlType type) {
 }
 
 namespace {
+// The packed types whose blocks are 32 elements (Q8_0 activations with block sums).
+bool block32(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q8_0 || type == GgmlType::MXFP4; }
 // Elements per packed block: a K-quant super-block, or a 32-element block.
-int64_t packed_block(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q8_0 ? kQK : kQK_K; }
+int64_t packed_block(GgmlType type) { return block32(type) ? kQK : kQK_K; }
 }  // namespace
 
-bool packed_needs_act_sums(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q8_0; }
+bool packed_needs_act_sums(GgmlType type) { return block32(type); }
 
 void write_act_block_sums(void* row, int64_t K) {
   const auto* blocks = static_cast<const BlockQ8_0*>(row);
@@ -326,6 +369,7 @@ int64_t packed_group_bytes(GgmlType type, int64_t cols) {
     case GgmlType::Q6_K: bytes = sizeof(PackedQ6K); break;
     case GgmlType::Q4_1: bytes = sizeof(PackedQ4_1); break;
     case GgmlType::Q8_0: bytes = sizeof(PackedQ8_0); break;
+    case GgmlType::MXFP4: bytes = sizeof(PackedMXFP4); break;
     default: fail("packed weights: no packed layout for ", traits(type).name);
   }
   const int64_t block = packed_block(type);
@@ -347,6 +391,7 @@ void pack_matrix(GgmlType type, const void* src, int64_t rows, int64_t cols, voi
     if (type == GgmlType::Q4_K) pack_group_q4k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4K*>(d + g * gb));
     else if (type == GgmlType::Q4_1) pack_group_q41(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ4_1*>(d + g * gb));
     else if (type == GgmlType::Q8_0) pack_group_q80(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ8_0*>(d + g * gb));
+    else if (type == GgmlType::MXFP4) pack_group_mxfp4(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedMXFP4*>(d + g * gb));
     else pack_group_q6k(s + r0 * rb, rb, n, nb, reinterpret_cast<PackedQ6K*>(d + g * gb));
   }
 }

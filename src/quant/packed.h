@@ -81,9 +81,21 @@ struct PackedQ8_0 {
 };
 static_assert(sizeof(PackedQ8_0) == 544);
 
-// Activation rows of the packed Q4_1 and Q8_0 kernels: the Q8_0 blocks, then each block's Σ a as
-// int16 (|Σ a| ≤ 32·127). The min (offset) term needs that sum once per block for all 16
-// rows of a group; summing it inside the kernel would cost nearly as much as the dots.
+// MXFP4 group of 16 rows × one 32-element block (272 bytes, as the rows' own blocks).
+// Byte e of quad q of row r is the row's qs[4q + e], as in PackedQ4_1. With a Q8_0
+// activation block (d_a, a) a row accumulates fma(e8m0_half(e[r])·d_a, Σ v·a, acc), v =
+// kMxfp4Values[nibble] (an exact integer sum). The AVX2 kernels take u = v + 12 (unsigned,
+// for vpmaddubsw) and Σ v·a = Σ u·a − 12·Σ a: the same integer.
+struct PackedMXFP4 {
+  uint8_t e[kPackRows];  // E8M0 exponents
+  uint8_t qs[4][kPackRows][4];
+};
+static_assert(sizeof(PackedMXFP4) == 272);
+
+// Activation rows of the packed Q4_1, Q8_0 and MXFP4 kernels: the Q8_0 blocks, then each
+// block's Σ a as int16 (|Σ a| ≤ 32·127). The min (offset) term needs that sum once per
+// block for all 16 rows of a group; summing it inside the kernel would cost nearly as much
+// as the dots.
 bool packed_needs_act_sums(GgmlType type);
 // Writes the sums after the K / 32 Q8_0 blocks at `row`.
 void write_act_block_sums(void* row, int64_t K);
@@ -92,7 +104,7 @@ inline const int16_t* act_block_sums(const void* row, int64_t K) {
 }
 
 // The tile kernel: tokens t < nt ≤ kPackTokens, activation rows (Q8_K; Q8_0 with sums
-// for Q4_1 and Q8_0) at a + t·a_stride bytes; writes y[t·ldy + r] for the group's rows r < n_valid.
+// for Q4_1, Q8_0 and MXFP4) at a + t·a_stride bytes; writes y[t·ldy + r] for the group's rows r < n_valid.
 using PackedTile = void (*)(int64_t K, const void* group, const void* a, int64_t a_stride, int nt, float* y,
                             int64_t ldy, int n_valid);
 
@@ -107,7 +119,7 @@ using PackedGemv = void (*)(int64_t K, const void* const* groups, int ng, const 
 PackedTile packed_tile(GgmlType type, kernels::cpu::Isa isa);
 PackedGemv packed_gemv(GgmlType type, kernels::cpu::Isa isa);
 
-// Packed layouts: Q4_K, Q6_K, Q4_1 and Q8_0.
+// Packed layouts: Q4_K, Q6_K, Q4_1, Q8_0 and MXFP4.
 // True if weights of `type` should be packed for the active ISA (it has a packed kernel and
 // SQUEEZE_REPACK is not 0).
 bool packs(GgmlType type);

@@ -1,5 +1,5 @@
-// quant/packed_avx2.cpp — the packed Q4_K and Q6_K × Q8_K and Q4_1 and Q8_0 × Q8_0 tiles
-// and GEMVs with AVX2 (no VNNI). Compiled with squeeze_isa_sources(avx2 ...).
+// quant/packed_avx2.cpp — the packed Q4_K and Q6_K × Q8_K and Q4_1, Q8_0 and MXFP4 × Q8_0
+// tiles and GEMVs with AVX2 (no VNNI). Compiled with squeeze_isa_sources(avx2 ...).
 //
 // A ymm holds 4 codes of each of 8 rows: a packed group (quant/packed.h) is two such halves
 // per 64-byte slab, taken one after the other. `vpmaddubsw` multiplies the unsigned codes
@@ -504,12 +504,114 @@ void gemv_q80(int64_t K, const PackedQ8_0* const* g, const BlockQ8_0* x, float* 
   for (int k = 0; k < NG; ++k) store_group(y[k], acc[k], n_valid[k]);
 }
 
+// ---- MXFP4 (× Q8_0 activations with block sums) ----
+
+// The codes u = kMxfp4Values[nibble] + 12 (0..24, unsigned for vpmaddubsw), one pshufb per
+// nibble vector.
+inline __m256i mxfp4_table() {
+  return _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15, 16, 18, 20, 24, 12,
+                          11, 10, 9, 8, 6, 4, 0);
+}
+
+// e8m0_half of the 8 exponent bytes at e8 (quant/blocks.h), bit for bit: (e − 1) << 23 as
+// f32 bits is 2^(e − 128) for e ≥ 2 (e = 255: 2^127); e = 0 and 1 are the subnormals
+// 0x00200000 << e. All integer, so no FTZ / DAZ setting can change it.
+inline __m256 mxfp4_scales(const uint8_t* e8) {
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(e8)));
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
+
+// Σ u·a over quads q0, q0+1 of rows 8h .. 8h+7 (one i16 accumulator: 4 vpmaddubsw of
+// pairs ≤ 2·24·127 = 6096 give ≤ 24384; all four quads (48768) would wrap, hence two
+// halves, each widened by its own vpmaddwd).
+inline __m256i mxfp4_pair_dot(const PackedMXFP4& p, int q0, int h, const int8_t* a, __m256i table, __m256i m4,
+                              __m256i ones16) {
+  __m256i d16 = _mm256_setzero_si256();
+#pragma GCC unroll 2
+  for (int q = q0; q < q0 + 2; ++q) {
+    const __m256i w = load256(p.qs[q][8 * h]);
+    const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(w, m4));
+    const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(w, 4), m4));
+    d16 = _mm256_add_epi16(d16, _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(a + 4 * q)),
+                                                 _mm256_maddubs_epi16(hi, broadcast4(a + 16 + 4 * q))));
+  }
+  return _mm256_madd_epi16(d16, ones16);
+}
+
+// Σ v·a of one block for rows 8h .. 8h+7: Σ u·a − 12·Σ a, exact in i32.
+inline __m256i mxfp4_sumi(const PackedMXFP4& p, int h, const int8_t* a, int16_t sum, __m256i table, __m256i m4,
+                          __m256i ones16) {
+  const __m256i dot = _mm256_add_epi32(mxfp4_pair_dot(p, 0, h, a, table, m4, ones16),
+                                       mxfp4_pair_dot(p, 2, h, a, table, m4, ones16));
+  return _mm256_sub_epi32(dot, _mm256_set1_epi32(12 * sum));
+}
+
+// Half by half over the whole row as tile_q41; one FMA per block as the reference.
+template <int NT>
+void tile_mxfp4(int64_t K, const PackedMXFP4* g, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy,
+                int n_valid) {
+  const BlockQ8_0* x[NT];
+  const int16_t* sums[NT];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) {
+    x[t] = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+    sums[t] = act_block_sums(x[t], K);
+  }
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1), table = mxfp4_table();
+  const int64_t nb = K / kQK;
+#pragma GCC unroll 1
+  for (int h = 0; h < 2; ++h) {
+    __m256 acc[NT];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const PackedMXFP4& p = g[i];
+      const __m256 d = mxfp4_scales(p.e + 8 * h);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const __m256i sumi = mxfp4_sumi(p, h, x[t][i].qs, sums[t][i], table, m4, ones16);
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(_cvtsh_ss(x[t][i].d))), _mm256_cvtepi32_ps(sumi), acc[t]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) store_first(y + t * ldy + 8 * h, acc[t], half_valid(n_valid, h));
+  }
+}
+
+// One token × NG groups in lockstep, half by half; per lane the operations of tile_mxfp4<1>.
+template <int NG>
+void gemv_mxfp4(int64_t K, const PackedMXFP4* const* g, const BlockQ8_0* x, float* const* y, const int* n_valid) {
+  const int16_t* sums = act_block_sums(x, K);
+  __m256 acc[NG][2];
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1), table = mxfp4_table();
+  const int64_t nb = K / kQK;
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256 ad = _mm256_set1_ps(_cvtsh_ss(x[i].d));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+      for (int k = 0; k < NG; ++k) {
+        const PackedMXFP4& p = g[k][i];
+        const __m256i sumi = mxfp4_sumi(p, h, x[i].qs, sums[i], table, m4, ones16);
+        acc[k][h] = _mm256_fmadd_ps(_mm256_mul_ps(mxfp4_scales(p.e + 8 * h), ad), _mm256_cvtepi32_ps(sumi), acc[k][h]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < NG; ++k) store_group(y[k], acc[k], n_valid[k]);
+}
+
 }  // namespace
 
 SQZ_PACKED_ENTRIES(avx2, q4_k, tile_q4k, gemv_q4k, PackedQ4K, BlockQ8_K)
 SQZ_PACKED_ENTRIES(avx2, q6_k, tile_q6k, gemv_q6k, PackedQ6K, BlockQ8_K)
 SQZ_PACKED_ENTRIES(avx2, q4_1, tile_q41, gemv_q41, PackedQ4_1, BlockQ8_0)
 SQZ_PACKED_ENTRIES(avx2, q8_0, tile_q80, gemv_q80, PackedQ8_0, BlockQ8_0)
+SQZ_PACKED_ENTRIES(avx2, mxfp4, tile_mxfp4, gemv_mxfp4, PackedMXFP4, BlockQ8_0)
 #undef SQZ_PACKED_ENTRIES
 
 }  // namespace squeeze::quant::impl

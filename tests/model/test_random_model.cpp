@@ -16,6 +16,9 @@
 #include "model/quant_rules.h"
 #include "model/random_model.h"
 #include "model/weights.h"
+#include "quant/matmul.h"
+#include "quant/packed.h"
+#include "quant/traits.h"
 
 using namespace squeeze;
 using namespace squeeze::model;
@@ -117,5 +120,20 @@ TEST(RandomModel, Mxfp4MoePresetDrawsExpertsInMxfp4) {
   const double rms = std::sqrt(ss / static_cast<double>(w.rows * w.cols)), want = 1.0 / std::sqrt(64.0);
   EXPECT_GT(rms, want / std::sqrt(2.0)) << t.name;
   EXPECT_LT(rms, want * std::sqrt(2.0)) << t.name;
+  // The experts (32 and 64 rows each: whole groups) pack where the ISA has the packed
+  // MXFP4 tile, and an expert's packed view computes its unpacked product to f32 rounding.
+  EXPECT_EQ(w.packed != nullptr, quant::packs(gguf::GgmlType::MXFP4));
+  const quant::QMatrix e = m->weights().layers[1].up_exps.expert(3);
+  std::vector<float> x(static_cast<size_t>(e.cols));
+  for (size_t k = 0; k < x.size(); ++k) x[k] = std::sin(0.37f * static_cast<float>(k) + 1.0f);
+  std::vector<float> y(static_cast<size_t>(e.rows)), want_y(y.size());
+  quant::gemv(default_thread_pool(), e, x.data(), y.data());
+  quant::gemv(default_thread_pool(), e, x.data(), want_y.data(), &quant::traits(e.type));  // the unpacked dots
+  for (int64_t r = 0; r < e.rows; ++r) {
+    dequantize_row(e, r, row.data());
+    double mag = 0;
+    for (int64_t k = 0; k < e.cols; ++k) mag += std::fabs(static_cast<double>(row[k]) * x[k]);
+    EXPECT_NEAR(y[r], want_y[r], 1e-5 * mag + 1e-30) << "row " << r;
+  }
   std::filesystem::remove(path);
 }

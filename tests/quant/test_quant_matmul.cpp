@@ -3,6 +3,7 @@
 // activation quantization).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -252,7 +253,7 @@ class PackedTypes : public ::testing::TestWithParam<GgmlType> {};
 
 // Row lengths: K-quants three super-blocks; the 32-element types SmolLM2's 576, no
 // multiple of 256.
-int64_t packed_cols(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q8_0 ? 576 : 768; }
+int64_t packed_cols(GgmlType type) { return traits(type).block_size == kQK ? 576 : 768; }
 
 // Each ISA's tile equals the scalar reference bit for bit, for every token count of the
 // tile, on a last group of 5 valid rows whose padding must stay unwritten.
@@ -320,7 +321,7 @@ TEST_P(PackedTypes, EveryIsaTileEqualsScalarReferenceBitForBit) {
 // or the code's (Q8_0) so that errors of a wrapped sum could not cancel.
 TEST(PackedMatmul, ExtremeCodesEqualScalarReference) {
   constexpr int64_t cols = 2 * kQK_K, rows = 16;
-  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q8_0}) {
+  for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::MXFP4}) {
     const int64_t block = traits(type).block_size;
     std::vector<uint8_t> w(static_cast<size_t>(rows * row_bytes(type, cols)));
     for (int64_t r = 0; r < rows; ++r)
@@ -340,6 +341,10 @@ TEST(PackedMatmul, ExtremeCodesEqualScalarReference) {
           auto* q = reinterpret_cast<BlockQ4_1*>(blk);
           q->d = f32_to_f16(0.5f + r), q->m = f32_to_f16(-0.25f);
           std::memset(q->qs, 0xFF, sizeof q->qs);  // codes 15
+        } else if (type == GgmlType::MXFP4) {
+          auto* q = reinterpret_cast<BlockMXFP4*>(blk);
+          q->e = static_cast<uint8_t>(126 + r % 4);
+          std::memset(q->qs, r % 2 ? 0x77 : 0xFF, sizeof q->qs);  // values 12 (offset code 24) or -12
         } else {
           auto* q = reinterpret_cast<BlockQ8_0*>(blk);
           q->d = f32_to_f16(0.5f + r);
@@ -422,8 +427,64 @@ TEST_P(PackedTypes, GemmRowsEqualGemvAndFloat64Bound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::Values(GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1,
-                                                                  GgmlType::Q8_0),
+                                                                  GgmlType::Q8_0, GgmlType::MXFP4),
                          [](const auto& info) { return std::string(traits(info.param).name); });
+
+// Every E8M0 exponent 0..255 with random codes and activations: each ISA's tile and gemv
+// equal the scalar reference bit for bit. One block per product (exponent 16b + r in
+// round b, row r; so each packed half holds 8 of them, the subnormal scales 0 and 1 and
+// the largest, 255, among them), whose activation scale (2^15 down to the f16 subnormal
+// 2^-24) keeps every product a finite, normal f32: a wrong scale could not hide in
+// rounding behind a larger block's term.
+TEST(PackedMatmul, Mxfp4EveryExponentEqualsScalarReference) {
+  constexpr int64_t rows = kPackRows, cols = kQK;
+  const int64_t rb = row_bytes(GgmlType::MXFP4, cols), astride = row_bytes(GgmlType::Q8_0, cols) + 2;
+  std::uniform_int_distribution<int> byte(0, 255), code(-127, 127);
+  const PackedTile ref = packed_tile(GgmlType::MXFP4, Isa::Scalar);
+  ASSERT_NE(ref, nullptr);
+  for (int b = 0; b < 16; ++b) {
+    std::vector<uint8_t> w(static_cast<size_t>(rows * rb));
+    for (int64_t r = 0; r < rows; ++r) {
+      auto* q = reinterpret_cast<BlockMXFP4*>(w.data() + r * rb);
+      q->e = static_cast<uint8_t>(16 * b + r);
+      for (auto& v : q->qs) v = static_cast<uint8_t>(byte(test::qrng()));
+      q->qs[0] = 0x77;  // one value 12 in each half: the row's sum is never 0
+    }
+    std::vector<uint8_t> packed(static_cast<size_t>(packed_bytes(GgmlType::MXFP4, rows, cols)));
+    pack_matrix(GgmlType::MXFP4, w.data(), rows, cols, packed.data());
+    std::vector<uint8_t> act(kPackTokens * astride);
+    for (int t = 0; t < kPackTokens; ++t) {
+      auto* x = reinterpret_cast<BlockQ8_0*>(act.data() + t * astride);
+      x->d = f32_to_f16(std::ldexp(1.0f + 0.25f * t, std::clamp(120 - 16 * b, -24, 15)));
+      for (auto& v : x->qs) v = static_cast<int8_t>(code(test::qrng()));
+      x->qs[0] = x->qs[16] = 127;
+      for (int k = 1; k < kQK; ++k)
+        if (k != 16) x->qs[k] = static_cast<int8_t>(x->qs[k] / 32);  // |Σ v·a| ≥ 2·12·127 − 30·12·3 > 0
+      write_act_block_sums(act.data() + t * astride, cols);
+    }
+    std::vector<float> want(kPackTokens * rows);
+    for (int t = 0; t < kPackTokens; ++t)
+      ref(cols, packed.data(), act.data() + t * astride, astride, 1, want.data() + t * rows, rows, rows);
+    for (float v : want) ASSERT_TRUE(std::isnormal(v)) << v << " round " << b;
+    for (Isa isa : test::simd_isas()) {
+      const PackedTile tile = packed_tile(GgmlType::MXFP4, isa);
+      if (!tile) continue;
+      for (int nt = 1; nt <= kPackTokens; ++nt) {
+        std::vector<float> got(want.size(), -7.0f);
+        tile(cols, packed.data(), act.data(), astride, nt, got.data(), rows, rows);
+        for (int64_t i = 0; i < nt * rows; ++i)
+          ASSERT_EQ(got[i], want[i]) << kernels::cpu::isa_name(isa) << " round " << b << " nt " << nt << " at " << i;
+      }
+      std::vector<float> got(rows, -7.0f);
+      const void* group = packed.data();
+      float* y = got.data();
+      const int valid = rows;
+      packed_gemv(GgmlType::MXFP4, isa)(cols, &group, 1, act.data(), &y, &valid);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(got[r], want[r]) << "gemv " << kernels::cpu::isa_name(isa) << " round " << b << " row " << r;
+    }
+  }
+}
 
 // Packed matrices among the fused decode projections equal their own gemv.
 TEST(PackedMatmul, GemvManyWithPackedOutputsEqualsGemv) {
